@@ -1,0 +1,90 @@
+package dev.warden.cli;
+
+import dev.warden.config.LilbeePaths;
+import dev.warden.config.WardenConfig;
+import dev.warden.hold.LockKeeper;
+import dev.warden.hold.Refusal;
+import dev.warden.lock.LockException;
+import io.quarkus.runtime.Quarkus;
+import jakarta.inject.Inject;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.jboss.logging.Logger;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import sun.misc.Signal;
+
+@Command(name = "serve", mixinStandardHelpOptions = true,
+        description = {
+            "Hold lilbee's locks and serve the health probes until SIGTERM or SIGINT.",
+            "",
+            "Takes <scope>/server.scope.lock (with --scope or warden.scope-dir) and then"
+                    + " <data dir>/server.lock. While another process holds one, warden stands by:"
+                    + " readiness says DOWN, and warden takes the lock the instant the holder lets go or dies.",
+            "",
+            "Probes: /q/health/ready (holds every lock), /q/health/live (warden works),"
+                    + " /q/health/started (has held every lock once), on quarkus.http.port (9095)."
+        },
+        exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
+            "0:stopped by SIGTERM or SIGINT; every lock released",
+            "1:a lock cannot be taken at all (--no-wait); the message names the path and the fix",
+            "2:usage error",
+            "3:--no-wait and another process holds a lock",
+        })
+public class ServeCommand implements Callable<Integer> {
+
+    private static final Logger LOG = Logger.getLogger(ServeCommand.class);
+
+    @Mixin
+    PathOptions paths;
+
+    @Option(names = "--no-wait", description = "Exit with code 3, naming the holder, when another process holds a"
+            + " lock, instead of standing by (as `lilbee serve` refuses).")
+    boolean noWait;
+
+    @Spec
+    CommandSpec spec;
+
+    @Inject
+    LockKeeper keeper;
+
+    @Inject
+    WardenConfig config;
+
+    @ConfigProperty(name = "quarkus.http.port")
+    int port;
+
+    /**
+     * A stop request is the normal end of a sidecar: shut down (the lock keeper releases every
+     * lock on the way) and exit 0, where the JVM's default would exit 128 + signal.
+     */
+    private static void exitCleanlyOn(String signal) {
+        Signal.handle(new Signal(signal), s -> Quarkus.asyncExit(ExitCodes.OK));
+    }
+
+    @Override
+    public Integer call() {
+        LilbeePaths lilbee = paths.resolve(config);
+        Optional<Refusal> refusal;
+        try {
+            refusal = keeper.start(lilbee, !noWait);
+        } catch (LockException e) {
+            spec.commandLine().getErr().println("warden: " + e.getMessage());
+            return ExitCodes.ERROR;
+        }
+        if (refusal.isPresent()) {
+            spec.commandLine().getErr().println("warden: " + refusal.get().message());
+            return Refusal.EXIT_CODE;
+        }
+        LOG.infof("warden serves data dir %s%s; probes on port %d", lilbee.dataDir(),
+                lilbee.scopeDir().map(s -> " in scope " + s).orElse(""), port);
+        exitCleanlyOn("TERM");
+        exitCleanlyOn("INT");
+        Quarkus.waitForExit();
+        return ExitCodes.OK;
+    }
+}

@@ -1,0 +1,44 @@
+package dev.warden.cli;
+
+import java.util.concurrent.Callable;
+import org.eclipse.microprofile.config.ConfigProvider;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
+
+@Command(name = "warden", mixinStandardHelpOptions = true, versionProvider = WardenCommand.Version.class,
+        subcommands = {ServeCommand.class, StatusCommand.class},
+        description = {
+            "A sidecar for lilbee and llama-swap on a shared volume: it holds lilbee's data-dir and scope"
+                    + " locks with the same flock(2) locks lilbee takes, and tells Kubernetes through its"
+                    + " health probes whether this pod holds them.",
+            "",
+            "Paths default to lilbee's own: $LILBEE_DATA, else $XDG_DATA_HOME/lilbee, else ~/.local/share/lilbee."
+        },
+        exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
+            "0:success (serve: stopped by SIGTERM or SIGINT, every lock released)",
+            "1:an error; the message names the path and the fix",
+            "2:usage error",
+            "3:a lock is held by another process (serve --no-wait), as lilbee serve refuses",
+        })
+public class WardenCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        throw new CommandLine.ParameterException(spec.commandLine(), "Missing command: serve or status.");
+    }
+
+    /** The version Quarkus was built with (the project's version). */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String version = ConfigProvider.getConfig().getOptionalValue("quarkus.application.version", String.class)
+                    .orElse("unknown");
+            return new String[] {"warden " + version, "Java " + Runtime.version()};
+        }
+    }
+}

@@ -1,0 +1,73 @@
+package dev.warden.cli;
+
+import io.quarkus.runtime.Quarkus;
+import io.quarkus.runtime.QuarkusApplication;
+import io.quarkus.runtime.annotations.QuarkusMain;
+import jakarta.inject.Inject;
+import java.util.List;
+import picocli.CommandLine;
+
+/**
+ * warden's entry point. Quarkus starts its HTTP server before any command runs, so for every
+ * command but {@code serve} the server and the scheduler are switched off first: a one-shot
+ * {@code warden status} must not collide with a running {@code warden serve} on its port.
+ */
+@QuarkusMain
+public class WardenMain implements QuarkusApplication {
+
+    private static final List<String> HELP_FLAGS = List.of("-h", "--help", "-V", "--version");
+
+    private final CommandLine.IFactory factory;
+
+    @Inject
+    public WardenMain(CommandLine.IFactory factory) {
+        this.factory = factory;
+    }
+
+    public static void main(String... args) {
+        if (!serves(args)) {
+            System.setProperty("quarkus.http.host-enabled", "false");
+            System.setProperty("quarkus.scheduler.enabled", "false");
+            // A one-shot command prints its answer on stdout; keep framework chatter off it.
+            System.setProperty("quarkus.log.level", "WARN");
+            System.setProperty("quarkus.log.console.stderr", "true");
+        }
+        Quarkus.run(WardenMain.class, args);
+    }
+
+    /** Whether these arguments run the long-lived server (and not just its help). */
+    static boolean serves(String... args) {
+        for (String arg : args) {
+            if (HELP_FLAGS.contains(arg)) {
+                return false;
+            }
+        }
+        for (String arg : args) {
+            if (!arg.startsWith("-")) {
+                return "serve".equals(arg);
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public int run(String... args) {
+        return commandLine(factory).execute(args);
+    }
+
+    /** The command line as users meet it: one-line hints on usage errors, exit code 2. */
+    static CommandLine commandLine(CommandLine.IFactory factory) {
+        CommandLine commandLine = new CommandLine(WardenCommand.class, factory);
+        commandLine.setParameterExceptionHandler((e, args) -> {
+            CommandLine failed = e.getCommandLine();
+            failed.getErr().println("warden: " + e.getMessage());
+            failed.getErr().println("Try '" + failed.getCommandSpec().qualifiedName() + " --help' for more information.");
+            return ExitCodes.USAGE;
+        });
+        commandLine.setExecutionExceptionHandler((e, failed, parseResult) -> {
+            failed.getErr().println("warden: " + e.getMessage());
+            return ExitCodes.ERROR;
+        });
+        return commandLine;
+    }
+}

@@ -1,0 +1,66 @@
+package dev.warden.health;
+
+import dev.warden.hold.HoldSnapshot;
+import dev.warden.hold.LockKeeper;
+import dev.warden.hold.LockState;
+import dev.warden.hold.LockStatus;
+import jakarta.enterprise.context.ApplicationScoped;
+import org.eclipse.microprofile.health.HealthCheck;
+import org.eclipse.microprofile.health.HealthCheckResponse;
+import org.eclipse.microprofile.health.HealthCheckResponseBuilder;
+import org.eclipse.microprofile.health.Readiness;
+
+/**
+ * Ready only while warden holds every configured lock: a standby pod stays out of the Service
+ * until the holder dies. Answers from the keeper's published snapshot, without file I/O.
+ */
+@Readiness
+@ApplicationScoped
+public class LockReadinessCheck implements HealthCheck {
+
+    private final LockKeeper keeper;
+
+    public LockReadinessCheck(LockKeeper keeper) {
+        this.keeper = keeper;
+    }
+
+    @Override
+    public HealthCheckResponse call() {
+        HoldSnapshot snapshot = keeper.snapshot();
+        HealthCheckResponseBuilder response = HealthCheckResponse.named("locks").status(snapshot.allHeld());
+        if (snapshot.phase() != HoldSnapshot.Phase.RUNNING) {
+            return response.withData("state", snapshot.phase() == HoldSnapshot.Phase.STOPPED ? "stopped" : "not serving")
+                    .build();
+        }
+        for (LockStatus lock : snapshot.locks()) {
+            describe(response, lock);
+        }
+        return response.build();
+    }
+
+    static void describe(HealthCheckResponseBuilder response, LockStatus lock) {
+        String key = lock.kind().label();
+        response.withData(key + ".path", lock.path().toString());
+        response.withData(key + ".state", lock.state().label());
+        switch (lock.state()) {
+            case LockState.Held held -> response.withData(key + ".since", held.since().toString());
+            case LockState.HeldElsewhere elsewhere -> {
+                response.withData(key + ".since", elsewhere.since().toString());
+                elsewhere.holderPid().ifPresent(pid -> response.withData(key + ".holder-pid", pid));
+                if (lock.kind() == dev.warden.hold.LockKind.SCOPE) {
+                    if (elsewhere.owner().known()) {
+                        response.withData(key + ".owner.data-dir", elsewhere.owner().dataDir().orElseThrow());
+                        elsewhere.owner().pid().ifPresent(pid -> response.withData(key + ".owner.pid", pid));
+                    } else {
+                        response.withData(key + ".owner", "unknown");
+                    }
+                }
+            }
+            case LockState.Failed failed -> {
+                response.withData(key + ".since", failed.since().toString());
+                response.withData(key + ".error", failed.message());
+            }
+            case LockState.Waiting waiting -> response.withData(key + ".waiting", waiting.reason());
+        }
+    }
+}

@@ -1,0 +1,37 @@
+package dev.warden.health;
+
+import dev.warden.config.WardenConfig;
+import dev.warden.hold.HoldSnapshot;
+import dev.warden.hold.LockKeeper;
+import jakarta.enterprise.context.ApplicationScoped;
+import org.eclipse.microprofile.health.HealthCheck;
+import org.eclipse.microprofile.health.HealthCheckResponse;
+import org.eclipse.microprofile.health.Startup;
+
+/**
+ * Started once warden holds its locks (with {@code warden.startup.require-lock}, the default), so
+ * a native sidecar keeps the engine container from starting in a pod that does not hold them;
+ * otherwise as soon as warden serves.
+ */
+@Startup
+@ApplicationScoped
+public class LockStartupCheck implements HealthCheck {
+
+    private final LockKeeper keeper;
+    private final WardenConfig config;
+
+    public LockStartupCheck(LockKeeper keeper, WardenConfig config) {
+        this.keeper = keeper;
+        this.config = config;
+    }
+
+    @Override
+    public HealthCheckResponse call() {
+        HoldSnapshot snapshot = keeper.snapshot();
+        boolean requireLock = config.startup().requireLock();
+        boolean started = requireLock ? snapshot.everHeldAll() : snapshot.phase() != HoldSnapshot.Phase.NOT_STARTED;
+        return HealthCheckResponse.named("locks-startup").status(started)
+                .withData("require-lock", requireLock)
+                .build();
+    }
+}

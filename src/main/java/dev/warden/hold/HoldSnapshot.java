@@ -1,0 +1,42 @@
+package dev.warden.hold;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * An immutable picture of warden's locks, published by the lock keeper after every change, so
+ * the probes answer from memory without touching the volume.
+ *
+ * @param phase whether the keeper runs
+ * @param locks every configured lock in the order taken
+ * @param everHeldAll whether warden has held all its locks at least once (the startup probe)
+ */
+public record HoldSnapshot(Phase phase, List<LockStatus> locks, boolean everHeldAll) {
+
+    public enum Phase {
+        NOT_STARTED, RUNNING, STOPPED
+    }
+
+    public static HoldSnapshot notStarted() {
+        return new HoldSnapshot(Phase.NOT_STARTED, List.of(), false);
+    }
+
+    public HoldSnapshot {
+        locks = List.copyOf(locks);
+    }
+
+    public boolean allHeld() {
+        return phase == Phase.RUNNING && !locks.isEmpty() && locks.stream().allMatch(LockStatus::held);
+    }
+
+    public Optional<LockStatus> lock(LockKind kind) {
+        return locks.stream().filter(l -> l.kind() == kind).findFirst();
+    }
+
+    /** The last moment any lock changed hands, for messages. */
+    public Optional<Instant> heldSince() {
+        return locks.stream().map(LockStatus::state).filter(LockState.Held.class::isInstance)
+                .map(s -> ((LockState.Held) s).since()).max(Instant::compareTo);
+    }
+}

@@ -1,0 +1,420 @@
+package dev.warden.hold;
+
+import dev.warden.config.LilbeePaths;
+import dev.warden.config.WardenConfig;
+import dev.warden.lock.FileLocker;
+import dev.warden.lock.HeldLock;
+import dev.warden.lock.LockException;
+import dev.warden.lock.ProcLocks;
+import io.quarkus.runtime.ShutdownEvent;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
+import jakarta.inject.Singleton;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+import org.jboss.logging.Logger;
+
+/**
+ * Holds lilbee's server locks for as long as warden serves: the scope lock first (when a scope
+ * is configured), then the data-dir lock, released in reverse. While another process holds one,
+ * warden is a standby: a dedicated thread waits for it in the kernel, so warden takes it the
+ * instant the holder lets go or dies.
+ *
+ * <p>All lock state lives on the keeper's own thread; the probes read the {@link HoldSnapshot}
+ * it publishes and never touch the volume.
+ */
+@Singleton
+public class LockKeeper {
+
+    private static final Logger LOG = Logger.getLogger(LockKeeper.class);
+
+    /**
+     * How often a standby re-reads who holds a lock (the kernel's lock table, the owner file):
+     * fresh enough for a person reading the probe, rare enough to cost nothing.
+     */
+    private static final Duration HOLDER_REFRESH = Duration.ofSeconds(1);
+    /** How long shutdown waits for a round in progress (normally microseconds) before giving up. */
+    private static final Duration STOP_JOIN = Duration.ofSeconds(2);
+
+    private final FileLocker locker;
+    private final ProcLocks procLocks;
+    private final ScopeOwnerFile ownerFile;
+    private final InstantSource clock;
+    private final Duration pollInterval;
+    private final Duration errorRetry;
+    private final long pid = ProcessHandle.current().pid();
+
+    private final AtomicReference<HoldSnapshot> published = new AtomicReference<>(HoldSnapshot.notStarted());
+    private final CompletableFuture<Void> stopSignal = new CompletableFuture<>();
+    private volatile long lastRoundNanos = System.nanoTime();
+    private volatile Thread thread;
+
+    // Confined to the keeper thread once it runs (handed over by Thread.start).
+    private LilbeePaths paths;
+    private List<Slot> slots = List.of();
+    private boolean everHeldAll;
+
+    @Inject
+    public LockKeeper(FileLocker locker, ProcLocks procLocks, ScopeOwnerFile ownerFile, InstantSource clock,
+            WardenConfig config) {
+        this(locker, procLocks, ownerFile, clock, config.lock().pollInterval(), config.lock().errorRetry());
+    }
+
+    public LockKeeper(FileLocker locker, ProcLocks procLocks, ScopeOwnerFile ownerFile, InstantSource clock,
+            Duration pollInterval, Duration errorRetry) {
+        this.locker = locker;
+        this.procLocks = procLocks;
+        this.ownerFile = ownerFile;
+        this.clock = clock;
+        this.pollInterval = pollInterval;
+        this.errorRetry = errorRetry;
+    }
+
+    /**
+     * Starts holding the locks of {@code lilbeePaths} and keeps them until {@link #stop()}.
+     *
+     * @param wait when false, a lock another process holds ends the start at once with a
+     *     {@link Refusal} (and nothing held), as {@code lilbee serve} refuses
+     * @throws LockException when {@code wait} is false and a lock cannot be taken at all
+     */
+    public synchronized Optional<Refusal> start(LilbeePaths lilbeePaths, boolean wait) throws LockException {
+        if (thread != null) {
+            throw new IllegalStateException("the lock keeper is already running");
+        }
+        paths = prepare(lilbeePaths);
+        List<Slot> planned = new ArrayList<>();
+        paths.scopeLock().ifPresent(p -> planned.add(new Slot(LockKind.SCOPE, p)));
+        planned.add(new Slot(LockKind.DATA_DIR, paths.serverLock()));
+        slots = List.copyOf(planned);
+        if (!wait) {
+            Optional<Refusal> refusal = takeAllNow(clock.instant());
+            if (refusal.isPresent()) {
+                return refusal;
+            }
+        }
+        Thread keeper = Thread.ofPlatform().daemon().name("warden-lock-keeper").unstarted(this::run);
+        thread = keeper;
+        keeper.start();
+        return Optional.empty();
+    }
+
+    /** Lets go of every lock (owner file before its scope lock), promptly. Safe to call twice. */
+    public void stop() {
+        stopSignal.complete(null);
+        Thread keeper = thread;
+        if (keeper == null) {
+            return;
+        }
+        try {
+            keeper.join(STOP_JOIN);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (keeper.isAlive()) {
+            LOG.warn("The lock keeper did not finish its round in time; the kernel frees its locks when warden exits");
+        }
+    }
+
+    void onShutdown(@Observes ShutdownEvent event) {
+        stop();
+    }
+
+    public HoldSnapshot snapshot() {
+        return published.get();
+    }
+
+    /** The paths being held, canonicalised; empty before {@link #start}. */
+    public Optional<LilbeePaths> paths() {
+        return Optional.ofNullable(published.get().phase() == HoldSnapshot.Phase.NOT_STARTED ? null : paths);
+    }
+
+    /**
+     * Whether the keeper's own machinery works: it is not running (nothing to be wedged), or its
+     * thread lives and finished a round within {@code stallTimeout}. Waiting for another holder
+     * happens on another thread and never counts against it.
+     */
+    public KeeperHealth health(Duration stallTimeout) {
+        Thread keeper = thread;
+        if (keeper == null || published.get().phase() == HoldSnapshot.Phase.STOPPED) {
+            return new KeeperHealth(true, Duration.ZERO, "not running");
+        }
+        Duration since = Duration.ofNanos(System.nanoTime() - lastRoundNanos);
+        if (!keeper.isAlive()) {
+            return new KeeperHealth(false, since, "the lock keeper thread has died");
+        }
+        if (since.compareTo(stallTimeout) > 0) {
+            return new KeeperHealth(false, since, "the lock keeper has not finished a round for " + since.toMillis()
+                    + " ms (is the volume hung?)");
+        }
+        return new KeeperHealth(true, since, "running");
+    }
+
+    private static LilbeePaths prepare(LilbeePaths lilbeePaths) {
+        try {
+            return lilbeePaths.created();
+        } catch (RuntimeException e) {
+            // The keeper reports it per lock and retries: the volume may be mounted later.
+            LOG.warn(e.getMessage());
+            return lilbeePaths.canonical();
+        }
+    }
+
+    private Optional<Refusal> takeAllNow(Instant now) throws LockException {
+        for (int i = 0; i < slots.size(); i++) {
+            Slot slot = slots.get(i);
+            Optional<HeldLock> lock;
+            try {
+                createParent(slot.path);
+                lock = locker.tryLock(slot.path);
+            } catch (LockException e) {
+                releaseFrom(0);
+                throw e;
+            }
+            if (lock.isEmpty()) {
+                LockState.HeldElsewhere holder = lookUpHolder(slot, now, now);
+                releaseFrom(0);
+                return Optional.of(new Refusal(slot.kind, slot.path, holder));
+            }
+            becomeHolder(slot, lock.get(), now);
+        }
+        everHeldAll = true;
+        publish(HoldSnapshot.Phase.RUNNING);
+        return Optional.empty();
+    }
+
+    private void run() {
+        publish(HoldSnapshot.Phase.RUNNING);
+        try {
+            while (!stopSignal.isDone()) {
+                try {
+                    round(clock.instant());
+                } catch (RuntimeException e) {
+                    LOG.error("The lock keeper's round failed; trying again", e);
+                }
+                publish(HoldSnapshot.Phase.RUNNING);
+                lastRoundNanos = System.nanoTime();
+                awaitNextRound();
+            }
+        } finally {
+            for (Slot slot : slots) {
+                if (slot.attempt != null) {
+                    slot.attempt.cancel(false);
+                }
+            }
+            releaseFrom(0);
+            publish(HoldSnapshot.Phase.STOPPED);
+            LOG.info("Released every lock");
+        }
+    }
+
+    private void round(Instant now) {
+        for (int i = 0; i < slots.size(); i++) {
+            Slot slot = slots.get(i);
+            if (slot.held != null) {
+                if (slot.held.stillAtPath()) {
+                    continue;
+                }
+                LOG.warnf("%s was deleted or replaced while warden held it: letting go and taking it again", slot.path);
+                releaseFrom(i);
+            }
+            if (!take(slot, now)) {
+                for (Slot later : slots.subList(i + 1, slots.size())) {
+                    later.state = new LockState.Waiting("the " + slot.kind.label() + " lock is taken first");
+                }
+                return;
+            }
+        }
+        everHeldAll = true;
+    }
+
+    /** Moves one lock towards held without blocking; true when it is ours. */
+    private boolean take(Slot slot, Instant now) {
+        if (slot.attempt == null) {
+            if (slot.retryAt != null && now.isBefore(slot.retryAt)) {
+                return false;
+            }
+            try {
+                createParent(slot.path);
+                Optional<HeldLock> lock = locker.tryLock(slot.path);
+                if (lock.isPresent()) {
+                    becomeHolder(slot, lock.get(), now);
+                    return true;
+                }
+            } catch (LockException e) {
+                fail(slot, now, e.getMessage());
+                return false;
+            }
+            slot.attempt = waitInKernel(slot.path);
+        }
+        if (!slot.attempt.isDone()) {
+            standBy(slot, now);
+            return false;
+        }
+        CompletableFuture<HeldLock> done = slot.attempt;
+        slot.attempt = null;
+        try {
+            becomeHolder(slot, done.join(), now);
+            return true;
+        } catch (CompletionException e) {
+            fail(slot, now, e.getCause().getMessage());
+            return false;
+        }
+    }
+
+    /**
+     * Blocks a dedicated thread in {@code flock(LOCK_EX)}. If warden stops first, the future is
+     * cancelled and a lock won afterwards is let go at once.
+     */
+    private CompletableFuture<HeldLock> waitInKernel(Path path) {
+        CompletableFuture<HeldLock> attempt = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().name("warden-lock-wait").start(() -> {
+            try {
+                HeldLock lock = locker.lock(path);
+                if (!attempt.complete(lock)) {
+                    lock.close();
+                }
+            } catch (LockException | RuntimeException e) {
+                attempt.completeExceptionally(e);
+            }
+        });
+        return attempt;
+    }
+
+    private void awaitNextRound() {
+        CompletableFuture<?> wakeUp = slots.stream().filter(s -> s.attempt != null).findFirst()
+                .<CompletableFuture<?>>map(s -> CompletableFuture.anyOf(s.attempt, stopSignal)).orElse(stopSignal);
+        try {
+            wakeUp.get(pollInterval.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException | ExecutionException | java.util.concurrent.CancellationException e) {
+            // time for the next round, or the wait ended one way or another: the round sorts it out
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stopSignal.complete(null);
+        }
+    }
+
+    private void becomeHolder(Slot slot, HeldLock lock, Instant now) {
+        slot.held = lock;
+        slot.retryAt = null;
+        if (slot.kind == LockKind.SCOPE) {
+            Path owner = paths.scopeOwner().orElseThrow();
+            try {
+                ownerFile.write(owner, paths.dataDir(), pid);
+            } catch (IOException e) {
+                LOG.warnf("Holding the scope lock, but cannot write %s (%s): refused servers will not know who holds it",
+                        owner, e);
+            }
+        }
+        LockState previous = slot.state;
+        slot.state = new LockState.Held(now);
+        if (previous instanceof LockState.HeldElsewhere elsewhere) {
+            LOG.infof("Took over %s (another process held it since %s)", slot.path, elsewhere.since());
+        } else {
+            LOG.infof("Holding %s", slot.path);
+        }
+    }
+
+    private void standBy(Slot slot, Instant now) {
+        if (slot.state instanceof LockState.HeldElsewhere elsewhere) {
+            if (Duration.between(slot.holderReadAt, now).compareTo(HOLDER_REFRESH) >= 0) {
+                slot.state = lookUpHolder(slot, elsewhere.since(), now);
+            }
+            return;
+        }
+        LockState.HeldElsewhere elsewhere = lookUpHolder(slot, now, now);
+        slot.state = elsewhere;
+        LOG.infof("%s is held by %s; standing by and taking it the moment it is free", slot.path,
+                elsewhere.holderPid().isPresent() ? "pid " + elsewhere.holderPid().getAsLong() : "another process");
+    }
+
+    private LockState.HeldElsewhere lookUpHolder(Slot slot, Instant since, Instant now) {
+        slot.holderReadAt = now;
+        OptionalLong holder = locker.idOf(slot.path).map(procLocks::holderOf).orElse(OptionalLong.empty());
+        ScopeOwner owner = slot.kind == LockKind.SCOPE
+                ? ownerFile.read(paths.scopeOwner().orElseThrow())
+                : ScopeOwner.UNKNOWN;
+        return new LockState.HeldElsewhere(since, holder, owner);
+    }
+
+    private void fail(Slot slot, Instant now, String message) {
+        if (!(slot.state instanceof LockState.Failed failed) || !failed.message().equals(message)) {
+            LOG.error(message);
+            slot.state = new LockState.Failed(now, message);
+        }
+        slot.retryAt = now.plus(errorRetry);
+    }
+
+    /** Releases slots {@code from} onwards, last taken first; the owner file goes before its scope lock. */
+    private void releaseFrom(int from) {
+        for (int i = slots.size() - 1; i >= from; i--) {
+            Slot slot = slots.get(i);
+            if (slot.held == null) {
+                continue;
+            }
+            if (slot.kind == LockKind.SCOPE) {
+                paths.scopeOwner().ifPresent(owner -> {
+                    try {
+                        ownerFile.remove(owner);
+                    } catch (IOException e) {
+                        LOG.warnf("Cannot remove %s (%s) before releasing the scope", owner, e);
+                    }
+                });
+            }
+            slot.held.close();
+            slot.held = null;
+            slot.state = new LockState.Waiting("released");
+            LOG.infof("Released %s", slot.path);
+        }
+    }
+
+    private static void createParent(Path lockFile) throws LockException {
+        try {
+            Files.createDirectories(lockFile.getParent());
+        } catch (IOException e) {
+            throw new LockException("Cannot create " + lockFile.getParent() + " (" + e + "): warden needs it to hold "
+                    + lockFile.getFileName() + ". Check the volume and its permissions.", e);
+        }
+    }
+
+    private void publish(HoldSnapshot.Phase phase) {
+        List<LockStatus> locks = slots.stream().map(s -> new LockStatus(s.kind, s.path, s.state)).toList();
+        HoldSnapshot next = new HoldSnapshot(phase, locks, everHeldAll);
+        if (!next.equals(published.get())) {
+            published.set(next);
+        }
+    }
+
+    /** Whether the keeper's machinery works, for the liveness probe. */
+    public record KeeperHealth(boolean alive, Duration sinceLastRound, String detail) {
+    }
+
+    /** One lock's keeping state; touched only by the keeper thread. */
+    private static final class Slot {
+        final LockKind kind;
+        final Path path;
+        HeldLock held;
+        CompletableFuture<HeldLock> attempt;
+        LockState state = new LockState.Waiting("not tried yet");
+        Instant retryAt;
+        Instant holderReadAt = Instant.EPOCH;
+
+        Slot(LockKind kind, Path path) {
+            this.kind = kind;
+            this.path = path;
+        }
+    }
+}

@@ -1,0 +1,38 @@
+package dev.warden.hold;
+
+import java.time.Instant;
+import java.util.OptionalLong;
+
+/** What warden knows of one lock, as published to the probes. */
+public sealed interface LockState {
+
+    /** A label for probes and status: held, held-elsewhere, waiting, error. */
+    String label();
+
+    /** Not tried yet: a lock taken earlier in the order is not ours yet. */
+    record Waiting(String reason) implements LockState {
+        public String label() {
+            return "waiting";
+        }
+    }
+
+    record Held(Instant since) implements LockState {
+        public String label() {
+            return "held";
+        }
+    }
+
+    /** Another process holds it; warden waits in the kernel and takes it the moment it is free. */
+    record HeldElsewhere(Instant since, OptionalLong holderPid, ScopeOwner owner) implements LockState {
+        public String label() {
+            return "held-elsewhere";
+        }
+    }
+
+    /** It cannot be taken at all; the message says why and what to do. */
+    record Failed(Instant since, String message) implements LockState {
+        public String label() {
+            return "error";
+        }
+    }
+}

@@ -1,0 +1,67 @@
+package dev.warden.hold;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Optional;
+import java.util.OptionalLong;
+
+/**
+ * The scope's owner file, {@code server.scope.owner.json}: {@code {"data_dir": ..., "pid": ...}}.
+ * Written only while the scope lock is held, atomically (temp file and rename) so a reader never
+ * sees half of it, and removed before the lock is released so a newcomer never reads a stale one.
+ */
+public final class ScopeOwnerFile {
+
+    /** Owner files are a line of JSON; anything much larger is not one, and is not read whole. */
+    private static final long MAX_SIZE = 64 * 1024;
+
+    private final ObjectMapper json;
+
+    public ScopeOwnerFile(ObjectMapper json) {
+        this.json = json;
+    }
+
+    public void write(Path ownerFile, Path dataDir, long pid) throws IOException {
+        ObjectNode node = json.createObjectNode();
+        node.put("data_dir", dataDir.toString());
+        node.put("pid", pid);
+        Path tmp = ownerFile.resolveSibling("." + ownerFile.getFileName() + "." + pid + ".tmp");
+        Files.write(tmp, json.writeValueAsBytes(node));
+        try {
+            Files.move(tmp, ownerFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } catch (AtomicMoveNotSupportedException e) {
+            Files.move(tmp, ownerFile, StandardCopyOption.REPLACE_EXISTING);
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+    }
+
+    public void remove(Path ownerFile) throws IOException {
+        Files.deleteIfExists(ownerFile);
+    }
+
+    /** The recorded owner; {@link ScopeOwner#UNKNOWN} when the file is absent or unreadable, never an error. */
+    public ScopeOwner read(Path ownerFile) {
+        try {
+            if (!Files.isRegularFile(ownerFile) || Files.size(ownerFile) > MAX_SIZE) {
+                return ScopeOwner.UNKNOWN;
+            }
+            JsonNode node = json.readTree(Files.readAllBytes(ownerFile));
+            if (node == null || !node.isObject() || !node.path("data_dir").isTextual()) {
+                return ScopeOwner.UNKNOWN;
+            }
+            JsonNode pid = node.path("pid");
+            return new ScopeOwner(Optional.of(node.get("data_dir").asText()),
+                    pid.canConvertToLong() && pid.isIntegralNumber() && pid.asLong() > 0
+                            ? OptionalLong.of(pid.asLong()) : OptionalLong.empty());
+        } catch (IOException | RuntimeException e) {
+            return ScopeOwner.UNKNOWN;
+        }
+    }
+}

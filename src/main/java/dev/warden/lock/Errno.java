@@ -1,0 +1,20 @@
+package dev.warden.lock;
+
+/** Linux errno values warden tells apart (the same on x86_64 and aarch64). */
+public final class Errno {
+    public static final int EPERM = 1;
+    public static final int ENOENT = 2;
+    public static final int EINTR = 4;
+    public static final int EAGAIN = 11;
+    public static final int EWOULDBLOCK = EAGAIN;
+    public static final int EACCES = 13;
+    public static final int ENOTDIR = 20;
+    public static final int EISDIR = 21;
+    public static final int EROFS = 30;
+    public static final int ENOLCK = 37;
+    public static final int ENOSYS = 38;
+    public static final int ELOOP = 40;
+
+    private Errno() {
+    }
+}

@@ -1,0 +1,173 @@
+package dev.warden.lock;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Takes exclusive {@code flock(2)} locks exactly as lilbee's filelock does, so a lock held by
+ * warden refuses lilbee and a lock held by lilbee refuses warden.
+ *
+ * <p>After every successful {@code flock} the locked descriptor is checked against the path
+ * (device and inode): filelock 3.21 to 3.29 unlinked the lock file on release, and a waiter that
+ * then wins the old, unlinked file would hold a lock nobody else can see. Such a win is dropped
+ * and the path is locked again.
+ */
+public final class FileLocker {
+
+    /**
+     * How many times in a row the file may be swapped under us before we call it hostile. A
+     * well-behaved peer swaps it at most once per release; a thousand in a row is a loop.
+     */
+    private static final int MAX_REPLACED_RETRIES = 1000;
+
+    private final Posix posix;
+    private final LongAdder replacedFileRetries = new LongAdder();
+
+    public FileLocker(Posix posix) {
+        this.posix = posix;
+    }
+
+    /** Locks {@code path} now or not at all: empty when another process holds it. */
+    public Optional<HeldLock> tryLock(Path path) throws LockException {
+        return Optional.ofNullable(acquire(path, false));
+    }
+
+    /**
+     * Locks {@code path}, waiting in the kernel while another process holds it, so the wait ends
+     * the instant the holder releases or dies. Run it on a thread that may block.
+     */
+    public HeldLock lock(Path path) throws LockException {
+        return acquire(path, true);
+    }
+
+    /**
+     * Looks at a lock without creating its file: takes it and lets go at once when it is free.
+     * A peer that asks in that instant is refused once and, like filelock, asks again.
+     */
+    public LockProbe probe(Path path) throws LockException {
+        if (!Files.exists(path, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            return LockProbe.ABSENT;
+        }
+        int fd;
+        try {
+            fd = posix.openLockFile(path.toString(), false);
+        } catch (Posix.ErrnoException e) {
+            if (e.errno() == Errno.ENOENT) {
+                return LockProbe.ABSENT;
+            }
+            throw openFailure(path, e);
+        }
+        try {
+            posix.lockExclusive(fd, false);
+            return LockProbe.FREE;
+        } catch (Posix.ErrnoException e) {
+            if (isContention(e.errno())) {
+                return LockProbe.HELD;
+            }
+            throw lockFailure(path, e);
+        } finally {
+            posix.close(fd);
+        }
+    }
+
+    /** How often a won lock turned out to be on a file no longer at its path (for metrics and tests). */
+    public long replacedFileRetries() {
+        return replacedFileRetries.sum();
+    }
+
+    private HeldLock acquire(Path path, boolean wait) throws LockException {
+        String name = path.toString();
+        for (int attempt = 0; attempt < MAX_REPLACED_RETRIES; attempt++) {
+            int fd;
+            try {
+                fd = posix.openLockFile(name, true);
+            } catch (Posix.ErrnoException e) {
+                throw openFailure(path, e);
+            }
+            try {
+                posix.lockExclusive(fd, wait);
+            } catch (Posix.ErrnoException e) {
+                posix.close(fd);
+                if (!wait && isContention(e.errno())) {
+                    return null;
+                }
+                throw lockFailure(path, e);
+            }
+            FileId locked;
+            try {
+                locked = posix.fstat(fd);
+            } catch (Posix.ErrnoException e) {
+                posix.close(fd);
+                throw new LockException("Cannot check lock file " + path + " after locking it: " + e.getMessage(), e);
+            }
+            if (locked.equals(currentId(name))) {
+                return new HeldLock(posix, path, fd, locked);
+            }
+            posix.close(fd);
+            replacedFileRetries.increment();
+        }
+        throw new LockException("Lock file " + path + " was replaced " + MAX_REPLACED_RETRIES
+                + " times in a row while warden locked it. Something keeps deleting it: stop that process"
+                + " (lilbee never deletes it; filelock 3.21 to 3.29 did, so upgrade filelock).");
+    }
+
+    /** The device and inode now at {@code path}, to look its holder up in the lock table. */
+    public Optional<FileId> idOf(Path path) {
+        return Optional.ofNullable(currentId(path.toString()));
+    }
+
+    private FileId currentId(String path) {
+        try {
+            return posix.stat(path);
+        } catch (Posix.ErrnoException e) {
+            return null;
+        }
+    }
+
+    static boolean isContention(int errno) {
+        return errno == Errno.EWOULDBLOCK || errno == Errno.EACCES;
+    }
+
+    private static LockException openFailure(Path path, Posix.ErrnoException e) {
+        Path dir = path.getParent();
+        String message = switch (e.errno()) {
+            case Errno.ENOENT, Errno.ENOTDIR -> "Cannot open lock file " + path + ": the directory " + dir
+                    + " does not exist. Create it, or point warden at the data dir lilbee uses.";
+            case Errno.EACCES, Errno.EPERM -> "Cannot open lock file " + path + ": permission denied for uid "
+                    + currentUid() + ". Give warden write access to " + dir
+                    + " (run it as lilbee's UID, or use an fsGroup with group-writable files).";
+            case Errno.EROFS -> "Cannot open lock file " + path + ": " + dir
+                    + " is on a read-only filesystem. Mount it read-write: warden must create its lock files.";
+            case Errno.ELOOP -> "Lock file " + path + " is a symbolic link. Lock files are never followed"
+                    + " through links (filelock refuses them too): replace it with a regular file or remove it.";
+            case Errno.EISDIR -> "Lock file " + path + " is a directory, not a file. Remove or rename it.";
+            default -> "Cannot open lock file " + path + ": " + e.getMessage() + ". Check the volume holding " + dir + ".";
+        };
+        return new LockException(message, e);
+    }
+
+    private static LockException lockFailure(Path path, Posix.ErrnoException e) {
+        Path dir = path.getParent();
+        String message = switch (e.errno()) {
+            case Errno.ENOLCK -> dir + " is on a filesystem that does not support file locking (flock on " + path
+                    + " failed with ENOLCK). Put it on a local volume (emptyDir, hostPath or a block-backed"
+                    + " PVC), or run the NFS lock daemon.";
+            case Errno.ENOSYS -> dir + " is on a filesystem without flock(2) (flock on " + path
+                    + " failed with ENOSYS). warden will not fall back to a marker file, which cannot"
+                    + " notice a dead holder: put it on a local volume.";
+            default -> "Cannot lock " + path + ": " + e.getMessage() + ". Check the volume holding " + dir + ".";
+        };
+        return new LockException(message, e);
+    }
+
+    private static String currentUid() {
+        try {
+            return String.valueOf(Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
+        } catch (IOException | UnsupportedOperationException e) {
+            return "?";
+        }
+    }
+}

@@ -1,0 +1,66 @@
+package dev.warden.lock;
+
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * An exclusive {@code flock(2)} lock this process holds. The kernel releases it the moment the
+ * process exits, however it dies; {@link #close()} releases it sooner. Closing twice is harmless,
+ * and the lock file is never deleted: a peer may already be waiting on it.
+ */
+public final class HeldLock implements AutoCloseable {
+
+    private final Posix posix;
+    private final Path path;
+    private final int fd;
+    private final FileId id;
+    private final AtomicBoolean open = new AtomicBoolean(true);
+
+    HeldLock(Posix posix, Path path, int fd, FileId id) {
+        this.posix = posix;
+        this.path = path;
+        this.fd = fd;
+        this.id = id;
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    public FileId fileId() {
+        return id;
+    }
+
+    /** The descriptor, for tests that look at its flags in /proc. */
+    int fd() {
+        return fd;
+    }
+
+    public boolean isHeld() {
+        return open.get();
+    }
+
+    /**
+     * Whether the path still names the file this lock is on. If someone unlinked or replaced it,
+     * a newcomer can lock the new file while this lock guards nothing.
+     */
+    public boolean stillAtPath() {
+        try {
+            return id.equals(posix.stat(path.toString()));
+        } catch (Posix.ErrnoException e) {
+            return false;
+        }
+    }
+
+    @Override
+    public void close() {
+        if (open.compareAndSet(true, false)) {
+            posix.close(fd);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "HeldLock[" + path + (isHeld() ? ", held]" : ", released]");
+    }
+}

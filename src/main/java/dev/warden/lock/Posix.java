@@ -1,0 +1,38 @@
+package dev.warden.lock;
+
+/**
+ * The few libc calls warden's locks are made of. One implementation ({@link NativePosix}) reaches
+ * libc through the FFM API; tests pass fakes to reach error paths no local filesystem produces.
+ */
+public interface Posix {
+
+    /**
+     * Opens a lock file for reading and writing, never following a symbolic link and never
+     * leaking the descriptor into a child process; creates it (mode 0666 less the umask) when
+     * {@code create} is set.
+     */
+    int openLockFile(String path, boolean create) throws ErrnoException;
+
+    /** {@code flock(fd, LOCK_EX | LOCK_NB)} when {@code wait} is false, {@code LOCK_EX} otherwise. */
+    void lockExclusive(int fd, boolean wait) throws ErrnoException;
+
+    void close(int fd);
+
+    FileId fstat(int fd) throws ErrnoException;
+
+    FileId stat(String path) throws ErrnoException;
+
+    /** A libc call that failed, with the errno it left behind. */
+    final class ErrnoException extends Exception {
+        private final int errno;
+
+        public ErrnoException(String call, int errno, String description) {
+            super(call + ": " + description + " (errno " + errno + ")");
+            this.errno = errno;
+        }
+
+        public int errno() {
+            return errno;
+        }
+    }
+}

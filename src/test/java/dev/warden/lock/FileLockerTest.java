@@ -1,0 +1,300 @@
+package dev.warden.lock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.warden.testing.Await;
+import dev.warden.testing.Peer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class FileLockerTest {
+
+    @TempDir
+    Path dir;
+
+    private final FileLocker locker = new FileLocker(new NativePosix());
+
+    @Test
+    void aFreeLockIsTakenAndItsFileIsKeptAfterRelease() throws Exception {
+        Path file = dir.resolve("server.lock");
+        Optional<HeldLock> lock = locker.tryLock(file);
+        assertTrue(lock.isPresent());
+        lock.get().close();
+        assertTrue(Files.exists(file), "the lock file must never be deleted on release");
+        assertTrue(Peer.flockCanTake(file));
+    }
+
+    @Test
+    void releasingTwiceIsHarmless() throws Exception {
+        Path file = dir.resolve("server.lock");
+        HeldLock lock = locker.tryLock(file).orElseThrow();
+        lock.close();
+        lock.close();
+        assertFalse(lock.isHeld());
+        HeldLock again = locker.tryLock(file).orElseThrow();
+        again.close();
+    }
+
+    @Test
+    void aLockWardenHoldsRefusesUtilLinuxFlock() throws Exception {
+        Path file = dir.resolve("server.lock");
+        try (HeldLock lock = locker.tryLock(file).orElseThrow()) {
+            assertFalse(Peer.flockCanTake(file), "flock -n must be refused while warden holds the lock");
+        }
+        assertTrue(Peer.flockCanTake(file), "flock -n must succeed once warden lets go");
+    }
+
+    @Test
+    void aLockUtilLinuxFlockHoldsRefusesWarden() throws Exception {
+        Path file = dir.resolve("server.lock");
+        try (Peer holder = Peer.flockHolder(file)) {
+            assertTrue(locker.tryLock(file).isEmpty());
+            holder.kill();
+            try (HeldLock lock = locker.tryLock(file).orElseThrow()) {
+                assertTrue(lock.isHeld());
+            }
+        }
+    }
+
+    @Test
+    void pythonFcntlFlockAndWardenRefuseEachOther() throws Exception {
+        Path file = dir.resolve("server.lock");
+        try (Peer python = Peer.pythonHolder(file, "pass")) {
+            python.awaitLine("locked", Duration.ofSeconds(10));
+            assertTrue(locker.tryLock(file).isEmpty(), "a Python fcntl.flock holder must refuse warden");
+        }
+        try (HeldLock lock = locker.tryLock(file).orElseThrow()) {
+            int rc = Peer.run(Duration.ofSeconds(10), "python3", "-c",
+                    "import fcntl, os, sys\n"
+                            + "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+                            + "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept BlockingIOError:\n    sys.exit(7)\n",
+                    file.toString());
+            assertEquals(7, rc, "Python's fcntl.flock must be refused while warden holds the lock");
+        }
+    }
+
+    @Test
+    void aWaitingLockIsTakenOnceTheHolderIsKilled() throws Exception {
+        Path file = dir.resolve("server.lock");
+        try (Peer holder = Peer.flockHolder(file)) {
+            CompletableFuture<HeldLock> waiting = lockInBackground(file);
+            assertFalse(waiting.isDone());
+            holder.kill();
+            try (HeldLock lock = waiting.get(20, TimeUnit.SECONDS)) {
+                assertTrue(lock.isHeld());
+                assertFalse(Peer.flockCanTake(file));
+            }
+        }
+    }
+
+    @Test
+    void theLockIsNotInheritedByChildProcesses() throws Exception {
+        try (HeldLock lock = locker.tryLock(dir.resolve("server.lock")).orElseThrow()) {
+            List<String> fdinfo = Files.readAllLines(Path.of("/proc/self/fdinfo/" + lock.fd()));
+            String flags = fdinfo.stream().filter(l -> l.startsWith("flags:")).findFirst().orElseThrow();
+            int octal = Integer.parseInt(flags.substring("flags:".length()).trim(), 8);
+            assertTrue((octal & 02000000) != 0, "lock files must be opened O_CLOEXEC, got flags " + flags);
+        }
+    }
+
+    @Test
+    void aLockFileReplacedWhileWardenWaitsDoesNotMakeTwoHolders() throws Exception {
+        // filelock 3.21-3.29 unlinked the file on release: the waiter then wakes on a file no one else sees.
+        Path file = dir.resolve("server.lock");
+        Peer first = Peer.flockHolder(file);
+        CompletableFuture<HeldLock> waiting = lockInBackground(file);
+        // warden blocks on the first inode; the file is then replaced and a second peer holds the new one.
+        Await.until("warden waits on the first lock file", () -> blockedWaiters(file) > 0);
+        Files.delete(file);
+        try (Peer second = Peer.flockHolder(file)) {
+            long retriesBefore = locker.replacedFileRetries();
+            first.kill();
+            Await.until("warden wakes on the first file",
+                    () -> locker.replacedFileRetries() > retriesBefore || waiting.isDone());
+            assertFalse(waiting.isDone(), "warden must not hold an unlinked file while a peer holds the real one");
+            second.kill();
+            try (HeldLock lock = waiting.get(20, TimeUnit.SECONDS)) {
+                assertTrue(lock.stillAtPath());
+                assertFalse(Peer.flockCanTake(file));
+            }
+        } finally {
+            first.kill();
+        }
+    }
+
+    @Test
+    void aLockHeldWhenItsFileIsReplacedKnowsItIsNoLongerAtThePath() throws Exception {
+        Path file = dir.resolve("server.lock");
+        try (HeldLock lock = locker.tryLock(file).orElseThrow()) {
+            assertTrue(lock.stillAtPath());
+            Files.delete(file);
+            Files.createFile(file);
+            assertFalse(lock.stillAtPath());
+        }
+    }
+
+    @Test
+    void probeLooksWithoutCreatingTheFile() throws Exception {
+        Path file = dir.resolve("server.lock");
+        assertEquals(LockProbe.ABSENT, locker.probe(file));
+        assertFalse(Files.exists(file));
+        Files.createFile(file);
+        assertEquals(LockProbe.FREE, locker.probe(file));
+        try (Peer holder = Peer.flockHolder(file)) {
+            assertEquals(LockProbe.HELD, locker.probe(file));
+        }
+    }
+
+    @Test
+    void aDirectoryInPlaceOfTheLockFileIsNamedInTheError() throws Exception {
+        Path file = Files.createDirectory(dir.resolve("server.lock"));
+        LockException e = assertThrows(LockException.class, () -> locker.tryLock(file));
+        assertTrue(e.getMessage().contains(file + " is a directory"), e.getMessage());
+    }
+
+    @Test
+    void aSymbolicLinkInPlaceOfTheLockFileIsRefused() throws Exception {
+        Path target = Files.createFile(dir.resolve("elsewhere"));
+        Path file = Files.createSymbolicLink(dir.resolve("server.lock"), target);
+        LockException e = assertThrows(LockException.class, () -> locker.tryLock(file));
+        assertTrue(e.getMessage().contains(file + " is a symbolic link"), e.getMessage());
+    }
+
+    @Test
+    void aMissingDirectoryIsNamedWithTheFix() {
+        Path file = dir.resolve("missing/server.lock");
+        LockException e = assertThrows(LockException.class, () -> locker.tryLock(file));
+        assertTrue(e.getMessage().contains("the directory " + dir.resolve("missing") + " does not exist"), e.getMessage());
+    }
+
+    @Test
+    void aFilesystemWithoutLockSupportIsNamed() {
+        LockException e = assertThrows(LockException.class,
+                () -> new FileLocker(failingFlock(Errno.ENOLCK)).tryLock(dir.resolve("server.lock")));
+        assertTrue(e.getMessage().startsWith(dir + " is on a filesystem that does not support file locking"),
+                e.getMessage());
+    }
+
+    @Test
+    void aFilesystemWithoutFlockIsRefusedNotFallenBackFrom() {
+        LockException e = assertThrows(LockException.class,
+                () -> new FileLocker(failingFlock(Errno.ENOSYS)).tryLock(dir.resolve("server.lock")));
+        assertTrue(e.getMessage().contains("without flock(2)"), e.getMessage());
+        assertTrue(e.getMessage().contains("will not fall back to a marker file"), e.getMessage());
+    }
+
+    @Test
+    void anUnexpectedFlockErrorNamesThePathAndTheErrno() {
+        LockException e = assertThrows(LockException.class,
+                () -> new FileLocker(failingFlock(5)).tryLock(dir.resolve("server.lock")));
+        assertTrue(e.getMessage().startsWith("Cannot lock " + dir.resolve("server.lock")), e.getMessage());
+        assertTrue(e.getMessage().contains("errno 5"), e.getMessage());
+    }
+
+    @Test
+    void contentionErrnosMeanAnotherHolder() throws Exception {
+        assertTrue(new FileLocker(failingFlock(Errno.EWOULDBLOCK)).tryLock(dir.resolve("a.lock")).isEmpty());
+        assertTrue(new FileLocker(failingFlock(Errno.EACCES)).tryLock(dir.resolve("b.lock")).isEmpty());
+    }
+
+    @Test
+    void aPermissionProblemNamesTheDirectoryAndTheFix() {
+        LockException e = assertThrows(LockException.class,
+                () -> new FileLocker(failingOpen(Errno.EACCES)).tryLock(dir.resolve("server.lock")));
+        assertTrue(e.getMessage().contains("permission denied for uid"), e.getMessage());
+        assertTrue(e.getMessage().contains("Give warden write access to " + dir), e.getMessage());
+    }
+
+    @Test
+    void aReadOnlyVolumeIsNamed() {
+        LockException e = assertThrows(LockException.class,
+                () -> new FileLocker(failingOpen(Errno.EROFS)).tryLock(dir.resolve("server.lock")));
+        assertTrue(e.getMessage().contains(dir + " is on a read-only filesystem"), e.getMessage());
+    }
+
+    /** The real libc, except that flock fails with {@code errno}. */
+    private static Posix failingFlock(int errno) {
+        return new Delegating(new NativePosix()) {
+            @Override
+            public void lockExclusive(int fd, boolean wait) throws ErrnoException {
+                throw new ErrnoException("flock", errno, "injected");
+            }
+        };
+    }
+
+    private static Posix failingOpen(int errno) {
+        return new Delegating(new NativePosix()) {
+            @Override
+            public int openLockFile(String path, boolean create) throws ErrnoException {
+                throw new ErrnoException("open(" + path + ")", errno, "injected");
+            }
+        };
+    }
+
+    /** A blocking lock on a thread of its own, as the lock keeper waits. */
+    private CompletableFuture<HeldLock> lockInBackground(Path file) {
+        CompletableFuture<HeldLock> waiting = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().start(() -> {
+            try {
+                waiting.complete(locker.lock(file));
+            } catch (LockException | RuntimeException e) {
+                waiting.completeExceptionally(e);
+            }
+        });
+        return waiting;
+    }
+
+    private static long blockedWaiters(Path file) {
+        try {
+            FileId id = new NativePosix().stat(file.toString());
+            String wanted = ":" + id.inode() + " ";
+            return Files.readAllLines(Path.of("/proc/locks")).stream()
+                    .filter(l -> l.contains("->") && l.contains(wanted)).count();
+        } catch (Exception e) {
+            return 0;
+        }
+    }
+
+    private static class Delegating implements Posix {
+        private final Posix real;
+
+        Delegating(Posix real) {
+            this.real = real;
+        }
+
+        @Override
+        public int openLockFile(String path, boolean create) throws ErrnoException {
+            return real.openLockFile(path, create);
+        }
+
+        @Override
+        public void lockExclusive(int fd, boolean wait) throws ErrnoException {
+            real.lockExclusive(fd, wait);
+        }
+
+        @Override
+        public void close(int fd) {
+            real.close(fd);
+        }
+
+        @Override
+        public FileId fstat(int fd) throws ErrnoException {
+            return real.fstat(fd);
+        }
+
+        @Override
+        public FileId stat(String path) throws ErrnoException {
+            return real.stat(path);
+        }
+    }
+}

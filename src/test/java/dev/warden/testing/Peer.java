@@ -1,0 +1,124 @@
+package dev.warden.testing;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A lock peer that is not Java: util-linux {@code flock(1)} or Python's {@code fcntl.flock},
+ * run as a real separate process. Each test closes its peers, which kills them by pid.
+ */
+public final class Peer implements AutoCloseable {
+
+    private final Process process;
+    private final BufferedReader stdout;
+
+    private Peer(List<String> command) throws IOException {
+        process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        stdout = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+    }
+
+    /** {@code flock -F path sh -c 'echo locked; exec sleep 600'}: holds until killed, one pid. */
+    public static Peer flockHolder(Path lockFile) throws IOException {
+        Peer peer = new Peer(List.of("flock", "--no-fork", lockFile.toString(), "sh", "-c", "echo locked; exec sleep 600"));
+        try {
+            peer.awaitLine("locked", Duration.ofSeconds(10));
+        } catch (AssertionError e) {
+            peer.process.destroyForcibly();
+            throw e;
+        }
+        return peer;
+    }
+
+    /**
+     * Python holding {@code fcntl.flock(LOCK_EX)} (blocking) on the file, opened as filelock opens
+     * it. Prints "locked" once it holds, then runs {@code then} (Python statements) and holds until
+     * killed or stdin closes.
+     */
+    public static Peer pythonHolder(Path lockFile, String then) throws IOException {
+        String script = String.join("\n",
+                "import fcntl, os, sys",
+                "p = sys.argv[1]",
+                "fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)",
+                "fcntl.flock(fd, fcntl.LOCK_EX)",
+                "print('locked', flush=True)",
+                then,
+                "sys.stdin.read()");
+        return new Peer(List.of("python3", "-c", script, lockFile.toString()));
+    }
+
+    /** Runs a short command and returns its exit code. */
+    public static int run(Duration timeout, String... command) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        p.getInputStream().transferTo(java.io.OutputStream.nullOutputStream());
+        if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            p.destroyForcibly().waitFor();
+            throw new AssertionError("timed out: " + String.join(" ", command));
+        }
+        return p.exitValue();
+    }
+
+    /** Whether {@code flock -n} can take the lock right now (it lets go at once). */
+    public static boolean flockCanTake(Path lockFile) throws IOException, InterruptedException {
+        return run(Duration.ofSeconds(10), "flock", "-n", lockFile.toString(), "true") == 0;
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    public Process process() {
+        return process;
+    }
+
+    /** Reads stdout until a line equal to {@code expected} arrives; fails on end of output or timeout. */
+    public List<String> awaitLine(String expected, Duration timeout) throws IOException {
+        List<String> seen = java.util.Collections.synchronizedList(new ArrayList<>());
+        // Its own thread: the common pool has one worker on two cores, and a blocked read starves it.
+        CompletableFuture<Boolean> found = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().start(() -> found.complete(readUntil(expected, seen)));
+        boolean printed;
+        try {
+            printed = found.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            throw new AssertionError("peer did not print '" + expected + "' in " + timeout + ": " + seen, e);
+        }
+        if (!printed) {
+            throw new AssertionError("peer ended before printing '" + expected + "': " + seen);
+        }
+        return seen;
+    }
+
+    private boolean readUntil(String expected, List<String> seen) {
+        try {
+            String line;
+            while ((line = stdout.readLine()) != null) {
+                seen.add(line);
+                if (line.equals(expected)) {
+                    return true;
+                }
+            }
+            return false;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** SIGKILL, and wait until the kernel has reaped it (so its locks are gone). */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        kill();
+    }
+}
