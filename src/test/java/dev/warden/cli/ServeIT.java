@@ -1,0 +1,148 @@
+package dev.warden.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.warden.testing.Peer;
+import dev.warden.testing.WardenProcess;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The packaged warden against util-linux flock and against itself, each a real process. */
+class ServeIT {
+
+    private static final String READY = "/q/health/ready";
+    private static final String LIVE = "/q/health/live";
+    private static final String STARTED = "/q/health/started";
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void whileWardenServesFlockIsRefusedAndStatusNamesWarden() throws Exception {
+        Path root = dir.resolve("root");
+        try (WardenProcess warden = WardenProcess.serve("holder", "--data-root", root.toString())) {
+            warden.awaitStatus(READY, 200);
+            assertEquals(200, warden.status(STARTED));
+            Path lock = root.resolve("data/server.lock");
+            assertFalse(Peer.flockCanTake(lock), "flock -n must be refused while warden serves");
+
+            WardenProcess.Result status = WardenProcess.run("status", "--data-root", root.toString(), "--json");
+            assertEquals(0, status.exitCode(), status.stderr());
+            JsonNode look = new com.fasterxml.jackson.databind.ObjectMapper().readTree(status.stdout());
+            assertEquals("held", look.at("/locks/0/state").asText());
+            assertEquals(warden.pid(), look.at("/locks/0/holder_pid").asLong());
+        }
+    }
+
+    @Test
+    void aFlockHolderMakesWardenAStandbyThatIsLiveButNotReadyUntilItExits() throws Exception {
+        Path root = dir.resolve("root");
+        Files.createDirectories(root.resolve("data"));
+        try (Peer flock = Peer.flockHolder(root.resolve("data/server.lock"));
+                WardenProcess warden = WardenProcess.serve("standby", "--data-root", root.toString())) {
+            warden.awaitStatus(LIVE, 200);
+            warden.awaitStatus(READY, 503);
+            assertEquals(503, warden.status(STARTED), "a standby has not started while require-lock is on");
+            JsonNode locks = warden.awaitLockData("data-dir.state", "held-elsewhere");
+            assertEquals(flock.pid(), locks.at("/data/data-dir.holder-pid").asLong());
+
+            flock.kill();
+            warden.awaitStatus(READY, 200);
+            assertEquals(200, warden.status(STARTED));
+        }
+    }
+
+    @Test
+    void ofTwoWardensOnOneDataDirOneIsReadyAndTheOtherTakesOverWhenItIsKilled() throws Exception {
+        Path root = dir.resolve("root");
+        try (WardenProcess first = WardenProcess.serve("first", "--data-root", root.toString())) {
+            first.awaitStatus(READY, 200);
+            try (WardenProcess second = WardenProcess.serve("second", "--data-root", root.toString())) {
+                second.awaitStatus(LIVE, 200);
+                second.awaitStatus(READY, 503);
+                assertEquals(200, first.status(READY));
+
+                first.kill();
+                second.awaitStatus(READY, 200);
+                assertFalse(Peer.flockCanTake(root.resolve("data/server.lock")));
+            }
+        }
+    }
+
+    @Test
+    void aWardenOnAnotherDataDirUnderTheSameScopeIsRefusedByTheScopeLock() throws Exception {
+        Path scope = dir.resolve("scope");
+        Path rootA = dir.resolve("a");
+        Path rootB = dir.resolve("b");
+        try (WardenProcess first = WardenProcess.serve("scope-a", "--data-root", rootA.toString(), "--scope", scope.toString())) {
+            first.awaitStatus(READY, 200);
+            try (WardenProcess third = WardenProcess.serve("scope-b", "--data-root", rootB.toString(), "--scope", scope.toString())) {
+                third.awaitStatus(LIVE, 200);
+                third.awaitStatus(READY, 503);
+                JsonNode locks = third.awaitLockData("scope.state", "held-elsewhere");
+                assertEquals(rootA.resolve("data").toRealPath().toString(), locks.at("/data/scope.owner.data-dir").asText());
+                assertEquals(first.pid(), locks.at("/data/scope.owner.pid").asLong());
+                assertEquals("waiting", locks.at("/data/data-dir.state").asText());
+                assertTrue(Peer.flockCanTake(rootB.resolve("data/server.lock")), "no data-dir lock before the scope");
+            }
+
+            WardenProcess.Result refused = WardenProcess.run("serve", "--no-wait", "--data-root", rootB.toString(), "--scope", scope.toString());
+            assertEquals(3, refused.exitCode(), refused.stderr());
+            assertTrue(refused.stderr().contains("served by the server of " + rootA.resolve("data").toRealPath()
+                    + " (pid " + first.pid() + ")"), refused.stderr());
+        }
+    }
+
+    @Test
+    void sigtermReleasesEveryLockRemovesTheOwnerFileAndExitsZero() throws Exception {
+        Path scope = dir.resolve("scope");
+        Path root = dir.resolve("root");
+        try (WardenProcess warden = WardenProcess.serve("sigterm", "--data-root", root.toString(), "--scope", scope.toString())) {
+            warden.awaitStatus(READY, 200);
+            assertTrue(Files.exists(scope.resolve("server.scope.owner.json")));
+            assertEquals(0, warden.terminate(), warden.log());
+            assertFalse(Files.exists(scope.resolve("server.scope.owner.json")));
+            assertTrue(Files.exists(scope.resolve("server.scope.lock")), "lock files are never deleted");
+            assertTrue(Peer.flockCanTake(scope.resolve("server.scope.lock")));
+            assertTrue(Peer.flockCanTake(root.resolve("data/server.lock")));
+        }
+    }
+
+    @Test
+    void noWaitExitsThreeNamingTheHolderWhenFlockHoldsTheDataDir() throws Exception {
+        Path root = dir.resolve("root");
+        Files.createDirectories(root.resolve("data"));
+        try (Peer flock = Peer.flockHolder(root.resolve("data/server.lock"))) {
+            WardenProcess.Result refused = WardenProcess.run("serve", "--no-wait", "--data-root", root.toString());
+            assertEquals(3, refused.exitCode(), refused.stderr());
+            assertTrue(refused.stderr().contains(root.resolve("data/server.lock").toRealPath() + " (process " + flock.pid() + ")"),
+                    refused.stderr());
+        }
+    }
+
+    @Test
+    void statusOnAnUntouchedDataRootCreatesNothing() throws Exception {
+        Path root = dir.resolve("never-used");
+        WardenProcess.Result status = WardenProcess.run("status", "--data-root", root.toString());
+        assertEquals(0, status.exitCode(), status.stderr());
+        assertTrue(status.stdout().contains("free (no lock file yet)"), status.stdout());
+        assertFalse(Files.exists(root));
+    }
+
+    @Test
+    void usageErrorsExitTwoWithAOneLineHint() throws Exception {
+        WardenProcess.Result result = WardenProcess.run("serve", "--no-such-option");
+        assertEquals(2, result.exitCode());
+        assertTrue(result.stderr().contains("Unknown option: '--no-such-option'"), result.stderr());
+        assertTrue(result.stderr().contains("Try 'warden serve --help'"), result.stderr());
+        assertEquals(0, WardenProcess.run("--version").exitCode());
+        WardenProcess.Result none = WardenProcess.run();
+        assertEquals(2, none.exitCode());
+        assertTrue(none.stderr().contains("Missing command"), none.stderr());
+    }
+}

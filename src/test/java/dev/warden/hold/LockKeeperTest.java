@@ -1,0 +1,222 @@
+package dev.warden.hold;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.warden.config.LilbeePaths;
+import dev.warden.lock.FileLocker;
+import dev.warden.lock.LockException;
+import dev.warden.lock.NativePosix;
+import dev.warden.lock.ProcLocks;
+import dev.warden.testing.Await;
+import dev.warden.testing.Peer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class LockKeeperTest {
+
+    @TempDir
+    Path dir;
+
+    private final LockKeeper keeper = new LockKeeper(new FileLocker(new NativePosix()), new ProcLocks(),
+            new ScopeOwnerFile(new ObjectMapper()), InstantSource.system(), Duration.ofMillis(50), Duration.ofMillis(100));
+
+    @AfterEach
+    void stopKeeper() {
+        keeper.stop();
+    }
+
+    private LilbeePaths paths(String root, boolean scoped) {
+        return new LilbeePaths(dir.resolve(root), dir.resolve(root).resolve("data"),
+                scoped ? Optional.of(dir.resolve("scope")) : Optional.empty());
+    }
+
+    @Test
+    void takesTheScopeThenTheDataDirAndNamesItselfInTheOwnerFile() throws Exception {
+        LilbeePaths paths = paths("a", true);
+        assertTrue(keeper.start(paths, true).isEmpty());
+        Await.until("both locks are held", () -> keeper.snapshot().allHeld());
+        assertEquals(List.of(LockKind.SCOPE, LockKind.DATA_DIR),
+                keeper.snapshot().locks().stream().map(LockStatus::kind).toList());
+        assertFalse(Peer.flockCanTake(paths.serverLock()));
+        assertFalse(Peer.flockCanTake(paths.scopeLock().orElseThrow()));
+        ScopeOwner owner = new ScopeOwnerFile(new ObjectMapper()).read(paths.scopeOwner().orElseThrow());
+        assertEquals(Optional.of(dir.resolve("a/data").toRealPath().toString()), owner.dataDir());
+        assertEquals(ProcessHandle.current().pid(), owner.pid().orElseThrow());
+        assertTrue(keeper.snapshot().everHeldAll());
+    }
+
+    @Test
+    void aStandbyTakesOverTheMomentTheHolderDies() throws Exception {
+        LilbeePaths paths = paths("a", false);
+        Files.createDirectories(paths.dataDir());
+        try (Peer holder = Peer.flockHolder(paths.serverLock())) {
+            keeper.start(paths, true);
+            Await.until("warden sees the lock held elsewhere", () -> stateOf(LockKind.DATA_DIR) instanceof LockState.HeldElsewhere);
+            LockState.HeldElsewhere elsewhere = (LockState.HeldElsewhere) stateOf(LockKind.DATA_DIR);
+            assertEquals(holder.pid(), elsewhere.holderPid().orElseThrow());
+            assertFalse(keeper.snapshot().allHeld());
+            assertFalse(keeper.snapshot().everHeldAll());
+            holder.kill();
+            Await.until("the standby holds the lock", () -> keeper.snapshot().allHeld());
+            assertFalse(Peer.flockCanTake(paths.serverLock()));
+        }
+    }
+
+    @Test
+    void theDataDirIsNotTakenWhileAnotherProcessHoldsTheScope() throws Exception {
+        LilbeePaths paths = paths("b", true);
+        Files.createDirectories(paths.scopeDir().orElseThrow());
+        new ScopeOwnerFile(new ObjectMapper()).write(paths.scopeOwner().orElseThrow(), Path.of("/data/other"), 777);
+        try (Peer holder = Peer.flockHolder(paths.scopeLock().orElseThrow())) {
+            keeper.start(paths, true);
+            Await.until("warden sees the scope held elsewhere", () -> stateOf(LockKind.SCOPE) instanceof LockState.HeldElsewhere);
+            LockState.HeldElsewhere scope = (LockState.HeldElsewhere) stateOf(LockKind.SCOPE);
+            assertEquals(Optional.of("/data/other"), scope.owner().dataDir());
+            assertEquals(777, scope.owner().pid().orElseThrow());
+            assertInstanceOf(LockState.Waiting.class, stateOf(LockKind.DATA_DIR));
+            assertTrue(Peer.flockCanTake(paths.serverLock()), "the data-dir lock must wait for the scope");
+        }
+        Await.until("warden holds both once the scope is free", () -> keeper.snapshot().allHeld());
+    }
+
+    @Test
+    void stoppingRemovesTheOwnerFileBeforeTheScopeIsFree() throws Exception {
+        LilbeePaths paths = paths("a", true);
+        keeper.start(paths, true);
+        Await.until("both locks are held", () -> keeper.snapshot().allHeld());
+        Path owner = paths.scopeOwner().orElseThrow();
+        Path scopeLock = paths.scopeLock().orElseThrow().toRealPath();
+        // A peer blocked on the scope reports whether the owner file still exists when it wins.
+        try (Peer waiter = Peer.pythonHolder(scopeLock,
+                "import os; print('owner-file-present' if os.path.exists(" + pyString(owner.toString()) + ") else 'owner-file-gone', flush=True)")) {
+            Await.until("the peer waits on the scope", () -> waiters() > 0);
+            keeper.stop();
+            List<String> lines = waiter.awaitLine("owner-file-gone", Duration.ofSeconds(20));
+            assertFalse(lines.contains("owner-file-present"), lines.toString());
+        }
+        assertFalse(Files.exists(owner));
+        assertTrue(Peer.flockCanTake(paths.serverLock()));
+        assertEquals(HoldSnapshot.Phase.STOPPED, keeper.snapshot().phase());
+    }
+
+    @Test
+    void noWaitRefusesNamingTheHolderAndHoldsNothing() throws Exception {
+        LilbeePaths paths = paths("c", true);
+        Files.createDirectories(paths.dataDir());
+        try (Peer holder = Peer.flockHolder(paths.serverLock())) {
+            Optional<Refusal> refusal = keeper.start(paths, false);
+            assertTrue(refusal.isPresent());
+            assertEquals(LockKind.DATA_DIR, refusal.get().kind());
+            assertTrue(refusal.get().message().contains("(process " + holder.pid() + ")"), refusal.get().message());
+            assertTrue(Peer.flockCanTake(paths.scopeLock().orElseThrow()), "the scope taken first must be let go");
+            assertFalse(Files.exists(paths.scopeOwner().orElseThrow()), "no owner file may outlive the refusal");
+        }
+    }
+
+    @Test
+    void noWaitRefusedByTheScopeNamesTheServerThatHoldsIt() throws Exception {
+        LilbeePaths paths = paths("d", true);
+        Files.createDirectories(paths.scopeDir().orElseThrow());
+        new ScopeOwnerFile(new ObjectMapper()).write(paths.scopeOwner().orElseThrow(), Path.of("/data/first"), 99);
+        try (Peer holder = Peer.flockHolder(paths.scopeLock().orElseThrow())) {
+            Refusal refusal = keeper.start(paths, false).orElseThrow();
+            assertEquals(LockKind.SCOPE, refusal.kind());
+            assertTrue(refusal.message().contains("served by the server of /data/first (pid 99)"), refusal.message());
+        }
+    }
+
+    @Test
+    void aLockFileDeletedWhileHeldIsTakenAgain() throws Exception {
+        LilbeePaths paths = paths("e", false);
+        keeper.start(paths, true);
+        Await.until("the lock is held", () -> keeper.snapshot().allHeld());
+        Files.delete(paths.serverLock());
+        Await.until("warden holds the new lock file", () -> Files.exists(paths.serverLock()) && !canTake(paths.serverLock()));
+        Await.until("the lock is held again", () -> keeper.snapshot().allHeld());
+    }
+
+    @Test
+    void aLockThatCannotBeTakenIsReportedAndRetriedWithoutStoppingTheKeeper() throws Exception {
+        LilbeePaths paths = paths("f", false);
+        Files.createDirectories(paths.serverLock());
+        keeper.start(paths, true);
+        Await.until("the error is published", () -> stateOf(LockKind.DATA_DIR) instanceof LockState.Failed);
+        LockState.Failed failed = (LockState.Failed) stateOf(LockKind.DATA_DIR);
+        assertTrue(failed.message().contains("is a directory"), failed.message());
+        assertTrue(keeper.health(Duration.ofSeconds(30)).alive());
+        Files.delete(paths.serverLock());
+        Await.until("the lock is held once the directory is gone", () -> keeper.snapshot().allHeld());
+    }
+
+    @Test
+    void noWaitReportsALockThatCannotBeTakenAsAnError() throws Exception {
+        LilbeePaths paths = paths("g", false);
+        Files.createDirectories(paths.serverLock());
+        LockException e = assertThrows(LockException.class, () -> keeper.start(paths, false));
+        assertTrue(e.getMessage().contains("is a directory"), e.getMessage());
+    }
+
+    @Test
+    void aDataDirThatCannotBeCreatedIsReported() throws Exception {
+        Files.writeString(dir.resolve("h"), "a file where the data root should be");
+        LilbeePaths paths = paths("h", false);
+        keeper.start(paths, true);
+        Await.until("the error is published", () -> stateOf(LockKind.DATA_DIR) instanceof LockState.Failed);
+        LockState.Failed failed = (LockState.Failed) stateOf(LockKind.DATA_DIR);
+        assertTrue(failed.message().startsWith("Cannot create " + paths.dataDir()), failed.message());
+    }
+
+    @Test
+    void theKeeperCannotBeStartedTwice() throws Exception {
+        keeper.start(paths("i", false), true);
+        assertThrows(IllegalStateException.class, () -> keeper.start(paths("i", false), true));
+    }
+
+    @Test
+    void livenessIsUpWhileAStandbyWaits() throws Exception {
+        LilbeePaths paths = paths("j", false);
+        Files.createDirectories(paths.dataDir());
+        try (Peer holder = Peer.flockHolder(paths.serverLock())) {
+            keeper.start(paths, true);
+            Await.until("warden stands by", () -> stateOf(LockKind.DATA_DIR) instanceof LockState.HeldElsewhere);
+            assertTrue(keeper.health(Duration.ofSeconds(30)).alive());
+            assertFalse(keeper.health(Duration.ofNanos(-1)).alive(), "a keeper past its stall timeout is wedged");
+        }
+    }
+
+    private LockState stateOf(LockKind kind) {
+        return keeper.snapshot().lock(kind).map(LockStatus::state).orElse(null);
+    }
+
+    private static boolean canTake(Path file) {
+        try {
+            return Peer.flockCanTake(file);
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
+    private static long waiters() {
+        try {
+            return Files.readAllLines(Path.of("/proc/locks")).stream().filter(l -> l.contains("->")).count();
+        } catch (Exception e) {
+            return 0;
+        }
+    }
+
+    private static String pyString(String s) {
+        return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'";
+    }
+}

@@ -1,0 +1,182 @@
+package dev.warden.testing;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The packaged warden ({@code target/quarkus-app/quarkus-run.jar}) run as a real process on a
+ * loopback port of its own, as Kubernetes would run it. Closing it kills it by pid.
+ */
+public final class WardenProcess implements AutoCloseable {
+
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final Process process;
+    private final int port;
+    private final Path log;
+
+    private WardenProcess(Process process, int port, Path log) {
+        this.process = process;
+        this.port = port;
+        this.log = log;
+    }
+
+    /** {@code warden serve ARGS} with its probes on a free loopback port. */
+    public static WardenProcess serve(String name, String... args) throws IOException {
+        int port = freePort();
+        List<String> command = command("-Dquarkus.http.port=" + port, "-Dquarkus.http.host=127.0.0.1");
+        command.add("serve");
+        command.addAll(List.of(args));
+        Path log = logFile(name);
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        return new WardenProcess(process, port, log);
+    }
+
+    /** Runs a one-shot command ({@code status}, {@code serve --no-wait}, ...) to its end. */
+    public static Result run(String... args) throws IOException, InterruptedException {
+        List<String> command = command();
+        command.addAll(List.of(args));
+        Process process = new ProcessBuilder(command).start();
+        process.getOutputStream().close();
+        var stdout = process.getInputStream().readAllBytes();
+        var stderr = process.getErrorStream().readAllBytes();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("warden " + String.join(" ", args) + " did not end");
+        }
+        return new Result(process.exitValue(), new String(stdout), new String(stderr));
+    }
+
+    public record Result(int exitCode, String stdout, String stderr) {
+    }
+
+    private static List<String> command(String... jvmOptions) {
+        String jar = System.getProperty("warden.it.jar", "target/quarkus-app/quarkus-run.jar");
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> command = new ArrayList<>(List.of(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1"));
+        command.addAll(List.of(jvmOptions));
+        command.addAll(List.of("-jar", jar));
+        return command;
+    }
+
+    private static Path logFile(String name) throws IOException {
+        Path dir = Path.of("target", "it-logs");
+        Files.createDirectories(dir);
+        return dir.resolve(name + "-" + System.nanoTime() + ".log");
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    public Process process() {
+        return process;
+    }
+
+    /** The HTTP status of a probe, or -1 while nothing listens. */
+    public int status(String probe) {
+        try {
+            return get(probe).statusCode();
+        } catch (IOException e) {
+            return -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
+    }
+
+    public JsonNode json(String path) throws IOException, InterruptedException {
+        return JSON.readTree(get(path).body());
+    }
+
+    private HttpResponse<String> get(String path) throws IOException, InterruptedException {
+        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** Waits until the probe answers {@code code}; fails with warden's log when it never does. */
+    public void awaitStatus(String probe, int code) {
+        try {
+            Await.until(probe + " answers " + code, () -> {
+                if (!process.isAlive()) {
+                    throw new AssertionError("warden exited with " + process.exitValue() + ":\n" + log());
+                }
+                return status(probe) == code;
+            });
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "\nwarden's log:\n" + log(), e);
+        }
+    }
+
+    /** Waits until the readiness probe's {@code locks} data has {@code value} under {@code key}. */
+    public JsonNode awaitLockData(String key, String value) {
+        JsonNode[] last = new JsonNode[1];
+        try {
+            Await.until("readiness data " + key + " is " + value, () -> {
+                try {
+                    for (JsonNode check : json("/q/health/ready").path("checks")) {
+                        if ("locks".equals(check.path("name").asText())) {
+                            last[0] = check;
+                        }
+                    }
+                } catch (IOException e) {
+                    return false;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return false;
+                }
+                return last[0] != null && value.equals(last[0].path("data").path(key).asText());
+            });
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "; last seen " + last[0] + "\nwarden's log:\n" + log(), e);
+        }
+        return last[0];
+    }
+
+    public String log() {
+        try {
+            return Files.readString(log);
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
+    }
+
+    /** Sends SIGTERM and returns the exit code. */
+    public int terminate() throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("warden did not exit on SIGTERM:\n" + log());
+        }
+        return process.exitValue();
+    }
+
+    public void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        kill();
+    }
+}
