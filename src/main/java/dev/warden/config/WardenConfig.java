@@ -18,7 +18,7 @@ public interface WardenConfig {
      * lilbee's data root: {@code $LILBEE_DATA}, else {@code $XDG_DATA_HOME/lilbee}, else
      * {@code ~/.local/share/lilbee}. {@code serve --data-root} overrides it.
      */
-    @WithDefault("${LILBEE_DATA:${XDG_DATA_HOME:${user.home}/.local/share}/lilbee}")
+    @WithDefault("${LILBEE_DATA:${XDG_DATA_HOME:${HOME:${user.home}}/.local/share}/lilbee}")
     Path dataRoot();
 
     /**

@@ -106,6 +106,7 @@ public class LockKeeper {
                 return refusal;
             }
         }
+        publish(HoldSnapshot.Phase.RUNNING);
         Thread keeper = Thread.ofPlatform().daemon().name("warden-lock-keeper").unstarted(this::run);
         thread = keeper;
         keeper.start();
@@ -192,12 +193,10 @@ public class LockKeeper {
             becomeHolder(slot, lock.get(), now);
         }
         everHeldAll = true;
-        publish(HoldSnapshot.Phase.RUNNING);
         return Optional.empty();
     }
 
     private void run() {
-        publish(HoldSnapshot.Phase.RUNNING);
         try {
             while (!stopSignal.isDone()) {
                 try {
@@ -217,7 +216,7 @@ public class LockKeeper {
             }
             releaseFrom(0);
             publish(HoldSnapshot.Phase.STOPPED);
-            LOG.info("Released every lock");
+            LOG.info("The lock keeper has stopped");
         }
     }
 

@@ -68,6 +68,7 @@ class FileLockerTest {
 
     @Test
     void pythonFcntlFlockAndWardenRefuseEachOther() throws Exception {
+        Peer.assumePython();
         Path file = dir.resolve("server.lock");
         try (Peer python = Peer.pythonHolder(file, "pass")) {
             python.awaitLine("locked", Duration.ofSeconds(10));

@@ -47,9 +47,22 @@ public final class WardenProcess implements AutoCloseable {
 
     /** Runs a one-shot command ({@code status}, {@code serve --no-wait}, ...) to its end. */
     public static Result run(String... args) throws IOException, InterruptedException {
+        return run(java.util.Map.of(), args);
+    }
+
+    /** Runs a one-shot command with {@code env} added to (or, for empty values, removed from) the environment. */
+    public static Result run(java.util.Map<String, String> env, String... args) throws IOException, InterruptedException {
         List<String> command = command();
         command.addAll(List.of(args));
-        Process process = new ProcessBuilder(command).start();
+        ProcessBuilder builder = new ProcessBuilder(command);
+        env.forEach((k, v) -> {
+            if (v.isEmpty()) {
+                builder.environment().remove(k);
+            } else {
+                builder.environment().put(k, v);
+            }
+        });
+        Process process = builder.start();
         process.getOutputStream().close();
         var stdout = process.getInputStream().readAllBytes();
         var stderr = process.getErrorStream().readAllBytes();
