@@ -5,6 +5,7 @@ import dev.warden.config.WardenConfig;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.Refusal;
 import dev.warden.lock.LockException;
+import dev.warden.reaper.ReaperService;
 import io.quarkus.runtime.Quarkus;
 import jakarta.inject.Inject;
 import java.util.Optional;
@@ -26,7 +27,11 @@ import sun.misc.Signal;
                     + " <data dir>/server.lock. While another process holds one, warden stands by:"
                     + " readiness says DOWN, and warden takes the lock the instant the holder lets go or dies.",
             "",
-            "Probes: /q/health/ready (holds every lock), /q/health/live (warden works),"
+            "It also watches the engine dir (--engine-dir) and applies the last-user-out rule every"
+                    + " second: with no live user it stops the recorded llama-swap fleet, or unloads a"
+                    + " kept-warm engine's weights after warden.reaper.idle-ttl.",
+            "",
+            "Probes: /q/health/ready (holds every lock; the engine answers), /q/health/live (warden works),"
                     + " /q/health/started (has held every lock once), on quarkus.http.port (9095)."
         },
         exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
@@ -42,6 +47,9 @@ public class ServeCommand implements Callable<Integer> {
     @Mixin
     PathOptions paths;
 
+    @Mixin
+    EngineDirOption engine;
+
     @Option(names = "--no-wait", description = "Exit with code 3, naming the holder, when another process holds a"
             + " lock, instead of standing by (as `lilbee serve` refuses).")
     boolean noWait;
@@ -54,6 +62,9 @@ public class ServeCommand implements Callable<Integer> {
 
     @Inject
     WardenConfig config;
+
+    @Inject
+    ReaperService reaper;
 
     @ConfigProperty(name = "quarkus.http.port")
     int port;
@@ -82,6 +93,9 @@ public class ServeCommand implements Callable<Integer> {
         }
         LOG.infof("warden serves data dir %s%s; probes on port %d", lilbee.dataDir(),
                 lilbee.scopeDir().map(s -> " in scope " + s).orElse(""), port);
+        if (config.reaper().enabled()) {
+            reaper.start(engine.resolve(config));
+        }
         exitCleanlyOn("TERM");
         exitCleanlyOn("INT");
         Quarkus.waitForExit();

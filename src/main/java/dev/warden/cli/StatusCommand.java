@@ -1,10 +1,11 @@
 package dev.warden.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.warden.api.StatusJson;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
+import dev.warden.engine.EngineInspector;
+import dev.warden.engine.EngineLook;
 import dev.warden.hold.LockInspector;
 import dev.warden.hold.LockLook;
 import jakarta.inject.Inject;
@@ -20,8 +21,11 @@ import picocli.CommandLine.Spec;
 @Command(name = "status", mixinStandardHelpOptions = true,
         description = {
             "Look once at every lock: free, held (with the holder's pid where the kernel's lock table"
-                    + " shows it, and the scope's owner), or absent. Creates nothing; a free lock is taken and"
-                    + " let go at once.",
+                    + " shows it, and the scope's owner), or absent; and at the engine dir: live users,"
+                    + " keep-warm markers, each recorded llama-swap (is the pid still ours, does it answer),"
+                    + " and who holds the reaper lock.",
+            "Creates and deletes nothing; a free lock is taken and let go at once. The reaper's own"
+                    + " state (idle since, last action) lives in the serving warden: GET /api/v1/status.",
         },
         exitCodeListHeading = "%nExit codes:%n", exitCodeList = {"0:the look was taken (whatever it found)",
             "2:usage error"})
@@ -29,6 +33,9 @@ public class StatusCommand implements Callable<Integer> {
 
     @Mixin
     PathOptions paths;
+
+    @Mixin
+    EngineDirOption engine;
 
     @Option(names = "--json", description = "Print JSON instead of text.")
     boolean json;
@@ -40,7 +47,13 @@ public class StatusCommand implements Callable<Integer> {
     LockInspector inspector;
 
     @Inject
+    EngineInspector engines;
+
+    @Inject
     WardenConfig config;
+
+    @Inject
+    StatusJson statusJson;
 
     @Inject
     ObjectMapper mapper;
@@ -49,15 +62,28 @@ public class StatusCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         LilbeePaths lilbee = paths.resolve(config).canonical();
         List<LockLook> looks = inspector.look(lilbee);
+        EngineLook engineLook = engines.look(engine.resolve(config), config.reaper().lockName());
         PrintWriter out = spec.commandLine().getOut();
         if (json) {
-            out.println(mapper.writerWithDefaultPrettyPrinter().writeValueAsString(toJson(lilbee, looks)));
+            out.println(mapper.writerWithDefaultPrettyPrinter().writeValueAsString(
+                    statusJson.document(lilbee, looks, engineLook, java.util.Optional.empty())));
         } else {
             out.printf("data root  %s%n", lilbee.dataRoot());
             out.printf("data dir   %s%n", lilbee.dataDir());
             out.printf("scope      %s%n", lilbee.scopeDir().map(Object::toString).orElse("(none)"));
             for (LockLook look : looks) {
                 out.printf("%-10s %s: %s%n", look.kind().label(), look.path(), describe(look));
+            }
+            out.printf("engine dir %s%n", engineLook.dir());
+            out.printf("users      %s%n", engineLook.liveUsers().isEmpty() ? "none live" : String.join(", ", engineLook.liveUsers()));
+            out.printf("keep-warm  %s%n", engineLook.keepWarmMarkers().isEmpty() ? "no" : String.join(", ", engineLook.keepWarmMarkers()));
+            out.printf("reaper     %s%n", engineLook.reaperLock());
+            if (engineLook.records().isEmpty()) {
+                out.printf("engines    none recorded%n");
+            }
+            for (EngineLook.RecordLook r : engineLook.records()) {
+                out.printf("engine     %s: pid %d%s, ours: %s, answers: %s%n", r.file(), r.pid(),
+                        r.proxyPort().map(p -> ", port " + p).orElse(""), r.ours(), r.answers() ? "yes" : "no");
             }
         }
         out.flush();
@@ -73,27 +99,5 @@ public class StatusCommand implements Callable<Integer> {
             case "error" -> "error: " + look.error().orElse("");
             default -> look.state();
         };
-    }
-
-    private ObjectNode toJson(LilbeePaths lilbee, List<LockLook> looks) {
-        ObjectNode root = mapper.createObjectNode();
-        root.put("data_root", lilbee.dataRoot().toString());
-        root.put("data_dir", lilbee.dataDir().toString());
-        lilbee.scopeDir().ifPresentOrElse(s -> root.put("scope_dir", s.toString()), () -> root.putNull("scope_dir"));
-        ArrayNode locks = root.putArray("locks");
-        for (LockLook look : looks) {
-            ObjectNode lock = locks.addObject();
-            lock.put("name", look.kind().label());
-            lock.put("path", look.path().toString());
-            lock.put("state", look.state());
-            look.holderPid().ifPresent(pid -> lock.put("holder_pid", pid));
-            look.error().ifPresent(error -> lock.put("error", error));
-            look.owner().ifPresent(owner -> {
-                ObjectNode node = lock.putObject("owner");
-                owner.dataDir().ifPresentOrElse(d -> node.put("data_dir", d), () -> node.putNull("data_dir"));
-                owner.pid().ifPresent(pid -> node.put("pid", pid));
-            });
-        }
-        return root;
     }
 }

@@ -8,11 +8,12 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 
 @Command(name = "warden", mixinStandardHelpOptions = true, versionProvider = WardenCommand.Version.class,
-        subcommands = {ServeCommand.class, StatusCommand.class},
+        subcommands = {ServeCommand.class, StatusCommand.class, ReapCommand.class, EngineCommand.class},
         description = {
             "A sidecar for lilbee and llama-swap on a shared volume: it holds lilbee's data-dir and scope"
-                    + " locks with the same flock(2) locks lilbee takes, and tells Kubernetes through its"
-                    + " health probes whether this pod holds them.",
+                    + " locks with the same flock(2) locks lilbee takes, tells Kubernetes through its"
+                    + " health probes whether this pod holds them, and stops (or unloads) the llama-swap"
+                    + " engine once its last user is gone.",
             "",
             "Paths default to lilbee's own: $LILBEE_DATA, else $XDG_DATA_HOME/lilbee, else ~/.local/share/lilbee."
         },
@@ -29,7 +30,7 @@ public class WardenCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        throw new CommandLine.ParameterException(spec.commandLine(), "Missing command: serve or status.");
+        throw new CommandLine.ParameterException(spec.commandLine(), "Missing command: serve, status, reap or engine.");
     }
 
     /** The version Quarkus was built with (the project's version). */

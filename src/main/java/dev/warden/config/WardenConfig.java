@@ -35,11 +35,99 @@ public interface WardenConfig {
     @WithDefault("${LILBEE_EXCLUSIVE_SCOPE:}")
     Optional<Path> scopeDir();
 
+    /**
+     * The engine dir lilbee's llama-swap fleet lives in: {@code $LILBEE_ENGINE_DIR}, else
+     * {@code $XDG_STATE_HOME/lilbee/engine}, else {@code ~/.local/state/lilbee/engine}.
+     */
+    @WithDefault("${LILBEE_ENGINE_DIR:${XDG_STATE_HOME:${HOME:${user.home}}/.local/state}/lilbee/engine}")
+    Path engineDir();
+
+    Engine engine();
+
+    Reaper reaper();
+
+    Api api();
+
     Lock lock();
 
     Startup startup();
 
     Liveness liveness();
+
+    interface Engine {
+        /**
+         * A llama-swap that lilbee did not start (its own container in the pod), e.g.
+         * {@code http://127.0.0.1:8080}. It needs no record: when the last user leaves and the idle
+         * time passes, warden unloads its weights. warden never signals it.
+         */
+        Optional<java.net.URI> url();
+
+        /** Sent as {@code Authorization: Bearer <key>} when llama-swap has {@code apiKeys} set. */
+        Optional<String> apiKey();
+
+        /**
+         * Whether readiness also needs the engine to answer. Unset: on when an engine is recorded
+         * in the engine dir or {@code warden.engine.url} is set.
+         */
+        Optional<Boolean> readiness();
+
+        /** How long a signalled engine gets to exit after SIGTERM before SIGKILL (llama-swap drains HTTP). */
+        @WithDefault("5s")
+        Duration termTimeout();
+
+        /** How long to wait for a SIGKILLed process to be gone before logging that it survived. */
+        @WithDefault("5s")
+        Duration killTimeout();
+
+        /** How long {@code warden engine stop} waits for the build lock: a build in flight finishes first. */
+        @WithDefault("90s")
+        Duration buildLockWait();
+
+        /**
+         * Client timeout for an unload. llama-swap answers once every model process has exited,
+         * up to its unloadTimeout (10 s) per model, so this must be longer.
+         */
+        @WithDefault("30s")
+        Duration unloadTimeout();
+
+        /** Connect timeout for {@code /running}: the engine is on loopback, so a slow connect is no engine. */
+        @WithDefault("500ms")
+        Duration connectTimeout();
+
+        /** Read timeout for {@code /running}. */
+        @WithDefault("2s")
+        Duration readTimeout();
+    }
+
+    interface Reaper {
+        /** Whether {@code serve} watches the engine dir at all. */
+        @WithDefault("true")
+        boolean enabled();
+
+        /** One pass of the last-user-out rule this often (lilbee's reaper polls every second). */
+        @WithDefault("1s")
+        Duration interval();
+
+        /** How long a kept-warm engine stays loaded with no user (lilbee's engine_idle_ttl_minutes default). */
+        @WithDefault("5m")
+        Duration idleTtl();
+
+        /** The reaper lock's file name in the engine dir: one reaper per engine dir. */
+        @WithDefault("engine-reaper.lock")
+        String lockName();
+
+        /** A starting user probes the reaper lock for an instant; a claim that waits this long outlasts any probe. */
+        @WithDefault("2s")
+        Duration claimTimeout();
+    }
+
+    interface Api {
+        /** Bearer token for {@code POST /api/v1/engine/stop|unload}; with none, those answer 403. */
+        Optional<String> token();
+
+        /** A file holding the token (a mounted Secret); read when a request arrives. */
+        Optional<Path> tokenFile();
+    }
 
     interface Lock {
         /**

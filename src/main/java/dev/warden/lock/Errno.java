@@ -4,6 +4,7 @@ package dev.warden.lock;
 public final class Errno {
     public static final int EPERM = 1;
     public static final int ENOENT = 2;
+    public static final int ESRCH = 3;
     public static final int EINTR = 4;
     public static final int EAGAIN = 11;
     public static final int EWOULDBLOCK = EAGAIN;

@@ -3,6 +3,7 @@ package dev.warden.lock;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -41,6 +42,26 @@ public final class FileLocker {
      */
     public HeldLock lock(Path path) throws LockException {
         return acquire(path, true);
+    }
+
+    /**
+     * Locks {@code path}, asking again every {@code poll} (as filelock does) until {@code timeout}
+     * has passed: for waits that must end, such as a manual stop's wait for the build lock.
+     */
+    public Optional<HeldLock> tryLock(Path path, Duration timeout, Duration poll) throws LockException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            Optional<HeldLock> lock = tryLock(path);
+            if (lock.isPresent() || System.nanoTime() >= deadline) {
+                return lock;
+            }
+            try {
+                Thread.sleep(Math.max(1, Math.min(poll.toMillis(), (deadline - System.nanoTime()) / 1_000_000)));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return Optional.empty();
+            }
+        }
     }
 
     /**

@@ -42,6 +42,7 @@ public final class NativePosix implements Posix {
     private final MethodHandle fstat;
     private final MethodHandle stat;
     private final MethodHandle strerror;
+    private final MethodHandle kill;
 
     public NativePosix() {
         Linker linker = Linker.nativeLinker();
@@ -55,6 +56,7 @@ public final class NativePosix implements Posix {
         fstat = linker.downcallHandle(find(libc, "fstat"), FunctionDescriptor.of(i, i, ValueLayout.ADDRESS), errno);
         stat = linker.downcallHandle(find(libc, "stat"),
                 FunctionDescriptor.of(i, ValueLayout.ADDRESS, ValueLayout.ADDRESS), errno);
+        kill = linker.downcallHandle(find(libc, "kill"), FunctionDescriptor.of(i, i, i), errno);
         strerror = linker.downcallHandle(find(libc, "strerror"), FunctionDescriptor.of(ValueLayout.ADDRESS, i));
     }
 
@@ -142,6 +144,25 @@ public final class NativePosix implements Posix {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("stat downcall failed", t);
+        }
+    }
+
+    @Override
+    public boolean kill(long pid, int signal) throws ErrnoException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(callState);
+            int rc = (int) kill.invokeExact(state, Math.toIntExact(pid), signal);
+            if (rc == 0) {
+                return true;
+            }
+            if (errno(state) == Errno.ESRCH) {
+                return false;
+            }
+            throw failure("kill(" + pid + ", " + signal + ")", state);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("kill downcall failed", t);
         }
     }
 

@@ -22,6 +22,13 @@ public interface Posix {
 
     FileId stat(String path) throws ErrnoException;
 
+    /**
+     * {@code kill(pid, signal)}; a negative pid names a process group, as in kill(2).
+     *
+     * @return false when no such process or group exists (ESRCH)
+     */
+    boolean kill(long pid, int signal) throws ErrnoException;
+
     /** A libc call that failed, with the errno it left behind. */
     final class ErrnoException extends Exception {
         private final int errno;

@@ -297,5 +297,10 @@ class FileLockerTest {
         public FileId stat(String path) throws ErrnoException {
             return real.stat(path);
         }
+
+        @Override
+        public boolean kill(long pid, int signal) throws ErrnoException {
+            return real.kill(pid, signal);
+        }
     }
 }

@@ -1,0 +1,102 @@
+package dev.warden.api;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.warden.config.WardenConfig;
+import dev.warden.engine.EngineActions;
+import dev.warden.engine.EngineClient;
+import dev.warden.engine.EngineDir;
+import dev.warden.lock.LockException;
+import dev.warden.reaper.ReaperService;
+import io.smallrye.common.annotation.Blocking;
+import jakarta.ws.rs.HeaderParam;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.HttpHeaders;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+import java.util.List;
+
+/**
+ * {@code POST /api/v1/engine/stop} and {@code /unload}: the CLI's engine actions over HTTP, for
+ * an operator outside the pod. They need {@code Authorization: Bearer <warden.api.token>}.
+ */
+@Path("/api/v1/engine")
+@Produces(MediaType.APPLICATION_JSON)
+public class EngineResource {
+
+    private final ApiToken token;
+    private final EngineActions actions;
+    private final ReaperService reaper;
+    private final WardenConfig config;
+    private final ObjectMapper mapper;
+
+    public EngineResource(ApiToken token, EngineActions actions, ReaperService reaper, WardenConfig config, ObjectMapper mapper) {
+        this.token = token;
+        this.actions = actions;
+        this.reaper = reaper;
+        this.config = config;
+        this.mapper = mapper;
+    }
+
+    @POST
+    @Path("/stop")
+    @Blocking
+    public Response stop(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization) {
+        Response refused = authorize(authorization);
+        if (refused != null) {
+            return refused;
+        }
+        try {
+            List<String> done = actions.stop(dir());
+            ObjectNode body = mapper.createObjectNode();
+            done.forEach(body.putArray("done")::add);
+            return Response.ok(body).build();
+        } catch (EngineActions.BuildLockBusy e) {
+            return error(Response.Status.CONFLICT, e.getMessage());
+        } catch (LockException e) {
+            return error(Response.Status.INTERNAL_SERVER_ERROR, e.getMessage());
+        }
+    }
+
+    @POST
+    @Path("/unload")
+    @Blocking
+    public Response unload(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization) {
+        Response refused = authorize(authorization);
+        if (refused != null) {
+            return refused;
+        }
+        try {
+            List<EngineClient.UnloadResult> results = actions.unload(dir());
+            ObjectNode body = mapper.createObjectNode();
+            boolean all = results.stream().allMatch(EngineClient.UnloadResult::unloaded);
+            body.put("unloaded", all);
+            results.forEach(r -> body.withArray("results").addObject().put("unloaded", r.unloaded()).put("detail", r.detail()));
+            return Response.status(all ? Response.Status.OK : Response.Status.BAD_GATEWAY).entity(body).build();
+        } catch (EngineActions.BuildLockBusy e) {
+            return error(Response.Status.CONFLICT, e.getMessage());
+        } catch (LockException e) {
+            return error(Response.Status.INTERNAL_SERVER_ERROR, e.getMessage());
+        }
+    }
+
+    private EngineDir dir() {
+        return reaper.dir().orElseGet(() -> new EngineDir(config.engineDir()));
+    }
+
+    private Response authorize(String authorization) {
+        return switch (token.check(authorization)) {
+            case ALLOWED -> null;
+            case NOT_CONFIGURED -> error(Response.Status.FORBIDDEN,
+                    "Engine actions are off: set warden.api.token (WARDEN_API_TOKEN) or warden.api.token-file to enable them.");
+            case DENIED -> Response.fromResponse(error(Response.Status.UNAUTHORIZED,
+                    "Send Authorization: Bearer <warden.api.token>.")).header(HttpHeaders.WWW_AUTHENTICATE, "Bearer").build();
+        };
+    }
+
+    private Response error(Response.Status status, String message) {
+        return Response.status(status).entity(mapper.createObjectNode().put("error", message)).build();
+    }
+}

@@ -1,0 +1,87 @@
+package dev.warden.api;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.warden.config.LilbeePaths;
+import dev.warden.engine.EngineLook;
+import dev.warden.hold.LockLook;
+import dev.warden.reaper.PassOutcome;
+import dev.warden.reaper.ReaperStatus;
+import jakarta.inject.Singleton;
+import java.util.List;
+import java.util.Optional;
+
+/** The JSON that {@code warden status --json} prints and {@code GET /api/v1/status} answers. */
+@Singleton
+public class StatusJson {
+
+    private final ObjectMapper mapper;
+
+    public StatusJson(ObjectMapper mapper) {
+        this.mapper = mapper;
+    }
+
+    /** The reaper's in-memory state is only known to the serving warden; a one-shot look leaves it out. */
+    public ObjectNode document(LilbeePaths lilbee, List<LockLook> locks, EngineLook engine, Optional<ReaperStatus> reaper) {
+        ObjectNode root = mapper.createObjectNode();
+        root.put("data_root", lilbee.dataRoot().toString());
+        root.put("data_dir", lilbee.dataDir().toString());
+        lilbee.scopeDir().ifPresentOrElse(s -> root.put("scope_dir", s.toString()), () -> root.putNull("scope_dir"));
+        ArrayNode lockArray = root.putArray("locks");
+        for (LockLook look : locks) {
+            ObjectNode lock = lockArray.addObject();
+            lock.put("name", look.kind().label());
+            lock.put("path", look.path().toString());
+            lock.put("state", look.state());
+            look.holderPid().ifPresent(pid -> lock.put("holder_pid", pid));
+            look.error().ifPresent(error -> lock.put("error", error));
+            look.owner().ifPresent(owner -> {
+                ObjectNode node = lock.putObject("owner");
+                owner.dataDir().ifPresentOrElse(d -> node.put("data_dir", d), () -> node.putNull("data_dir"));
+                owner.pid().ifPresent(pid -> node.put("pid", pid));
+            });
+        }
+        root.set("engine", engine(engine));
+        reaper.ifPresent(r -> root.set("reaper", reaper(r)));
+        return root;
+    }
+
+    private ObjectNode engine(EngineLook look) {
+        ObjectNode engine = mapper.createObjectNode();
+        engine.put("dir", look.dir().toString());
+        look.liveUsers().forEach(engine.putArray("live_users")::add);
+        look.keepWarmMarkers().forEach(engine.putArray("keep_warm")::add);
+        engine.put("reaper_lock", look.reaperLock());
+        ArrayNode records = engine.putArray("records");
+        for (EngineLook.RecordLook r : look.records()) {
+            ObjectNode record = records.addObject();
+            record.put("file", r.file());
+            record.put("group", r.group());
+            record.put("pid", r.pid());
+            r.pgid().ifPresent(pgid -> record.put("pgid", pgid));
+            r.proxyPort().ifPresent(port -> record.put("proxy_port", port));
+            record.put("ours", r.ours());
+            record.put("answers", r.answers());
+        }
+        return engine;
+    }
+
+    private ObjectNode reaper(ReaperStatus status) {
+        ObjectNode reaper = mapper.createObjectNode();
+        reaper.put("watching", status.watching());
+        reaper.put("detail", status.detail());
+        status.idleSince().ifPresent(t -> reaper.put("idle_since", t.toString()));
+        status.lastPass().ifPresent(p -> reaper.set("last_pass", outcome(p)));
+        status.lastAction().ifPresent(p -> reaper.set("last_action", outcome(p)));
+        status.lastActionAt().ifPresent(t -> reaper.put("last_action_at", t.toString()));
+        return reaper;
+    }
+
+    private ObjectNode outcome(PassOutcome outcome) {
+        ObjectNode node = mapper.createObjectNode();
+        node.put("action", outcome.action().name().toLowerCase().replace('_', '-'));
+        node.put("detail", outcome.detail());
+        return node;
+    }
+}

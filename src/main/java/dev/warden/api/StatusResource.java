@@ -1,0 +1,47 @@
+package dev.warden.api;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.warden.config.LilbeePaths;
+import dev.warden.config.WardenConfig;
+import dev.warden.engine.EngineDir;
+import dev.warden.engine.EngineInspector;
+import dev.warden.hold.LockInspector;
+import dev.warden.hold.LockKeeper;
+import dev.warden.reaper.ReaperService;
+import io.smallrye.common.annotation.Blocking;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.MediaType;
+import java.util.Optional;
+
+/** {@code GET /api/v1/status}: what {@code warden status --json} shows, plus the reaper's own state. */
+@Path("/api/v1/status")
+public class StatusResource {
+
+    private final LockKeeper keeper;
+    private final LockInspector locks;
+    private final EngineInspector engines;
+    private final ReaperService reaper;
+    private final StatusJson json;
+    private final WardenConfig config;
+
+    public StatusResource(LockKeeper keeper, LockInspector locks, EngineInspector engines, ReaperService reaper,
+            StatusJson json, WardenConfig config) {
+        this.keeper = keeper;
+        this.locks = locks;
+        this.engines = engines;
+        this.reaper = reaper;
+        this.json = json;
+        this.config = config;
+    }
+
+    @GET
+    @Blocking
+    @Produces(MediaType.APPLICATION_JSON)
+    public ObjectNode status() {
+        LilbeePaths paths = keeper.paths().orElseGet(() -> LilbeePaths.of(config, Optional.empty(), Optional.empty()).canonical());
+        EngineDir dir = reaper.dir().orElseGet(() -> new EngineDir(config.engineDir()));
+        return json.document(paths, locks.look(paths), engines.look(dir, config.reaper().lockName()), Optional.of(reaper.status()));
+    }
+}

@@ -1,0 +1,90 @@
+package dev.warden.cli;
+
+import dev.warden.config.WardenConfig;
+import dev.warden.engine.EngineActions;
+import dev.warden.engine.EngineClient;
+import dev.warden.lock.LockException;
+import jakarta.inject.Inject;
+import java.io.PrintWriter;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
+
+@Command(name = "engine", mixinStandardHelpOptions = true,
+        description = "Act on the engine now, under the build lock (waiting up to warden.engine.build-lock-wait,"
+                + " 90 s, for a build in flight).",
+        subcommands = {EngineCommand.Stop.class, EngineCommand.Unload.class})
+public class EngineCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        throw new CommandLine.ParameterException(spec.commandLine(), "Missing action: stop or unload.");
+    }
+
+    @Command(name = "stop", mixinStandardHelpOptions = true,
+            description = "Stop every recorded llama-swap (SIGTERM to its group, SIGKILL if it lingers, then its"
+                    + " leftover llama-servers) and delete the records and keep-warm markers, even while users hold it.",
+            exitCodeListHeading = "%nExit codes:%n", exitCodeList = {"0:stopped (or nothing recorded)", "1:an error",
+                "2:usage error", "3:the build lock stayed held"})
+    static class Stop implements Callable<Integer> {
+        @Mixin
+        EngineDirOption engine;
+        @Spec
+        CommandSpec spec;
+        @Inject
+        EngineActions actions;
+        @Inject
+        WardenConfig config;
+
+        @Override
+        public Integer call() throws LockException {
+            try {
+                List<String> done = actions.stop(engine.resolve(config));
+                done.forEach(spec.commandLine().getOut()::println);
+                return ExitCodes.OK;
+            } catch (EngineActions.BuildLockBusy e) {
+                spec.commandLine().getErr().println("warden: " + e.getMessage());
+                return ExitCodes.LOCK_REFUSED;
+            }
+        }
+    }
+
+    @Command(name = "unload", mixinStandardHelpOptions = true,
+            description = "Unload the weights of every recorded engine (and warden.engine.url); the proxies stay up"
+                    + " and load a model again on the next request.",
+            exitCodeListHeading = "%nExit codes:%n", exitCodeList = {"0:every engine unloaded (or none to unload)",
+                "1:an engine refused or did not answer", "2:usage error", "3:the build lock stayed held"})
+    static class Unload implements Callable<Integer> {
+        @Mixin
+        EngineDirOption engine;
+        @Spec
+        CommandSpec spec;
+        @Inject
+        EngineActions actions;
+        @Inject
+        WardenConfig config;
+
+        @Override
+        public Integer call() throws LockException {
+            try {
+                List<EngineClient.UnloadResult> results = actions.unload(engine.resolve(config));
+                PrintWriter out = spec.commandLine().getOut();
+                if (results.isEmpty()) {
+                    out.println("no engine to unload");
+                }
+                results.forEach(r -> out.println(r.detail()));
+                return results.stream().allMatch(EngineClient.UnloadResult::unloaded) ? ExitCodes.OK : ExitCodes.ERROR;
+            } catch (EngineActions.BuildLockBusy e) {
+                spec.commandLine().getErr().println("warden: " + e.getMessage());
+                return ExitCodes.LOCK_REFUSED;
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+package dev.warden.engine;
+
+import dev.warden.config.WardenConfig;
+import dev.warden.lock.FileLocker;
+import dev.warden.lock.HeldLock;
+import dev.warden.lock.LockException;
+import dev.warden.lock.ProcLocks;
+import jakarta.inject.Inject;
+import jakarta.inject.Singleton;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * {@code warden engine stop|unload} and their HTTP twins: act now, under the build lock, waiting
+ * for a build in flight to finish first (up to {@code warden.engine.build-lock-wait}).
+ */
+@Singleton
+public class EngineActions {
+
+    /** filelock's own poll interval while a manual action waits for the build lock. */
+    private static final Duration BUILD_LOCK_POLL = Duration.ofMillis(50);
+
+    private final FileLocker locker;
+    private final ProcLocks procLocks;
+    private final EngineRecords records;
+    private final EngineStopper stopper;
+    private final EngineClient client;
+    private final Duration buildLockWait;
+    private final Optional<URI> externalEngine;
+
+    @Inject
+    public EngineActions(FileLocker locker, ProcLocks procLocks, EngineRecords records, EngineStopper stopper,
+            EngineClient client, WardenConfig config) {
+        this(locker, procLocks, records, stopper, client, config.engine().buildLockWait(), config.engine().url());
+    }
+
+    public EngineActions(FileLocker locker, ProcLocks procLocks, EngineRecords records, EngineStopper stopper,
+            EngineClient client, Duration buildLockWait, Optional<URI> externalEngine) {
+        this.locker = locker;
+        this.procLocks = procLocks;
+        this.records = records;
+        this.stopper = stopper;
+        this.client = client;
+        this.buildLockWait = buildLockWait;
+        this.externalEngine = externalEngine;
+    }
+
+    /** Thrown when the build lock stays held past the wait. */
+    public static final class BuildLockBusy extends Exception {
+        public BuildLockBusy(String message) {
+            super(message);
+        }
+    }
+
+    /** Stops every recorded engine and deletes the records and keep-warm markers. */
+    public List<String> stop(EngineDir dir) throws BuildLockBusy, LockException {
+        try (HeldLock build = buildLock(dir)) {
+            List<EngineRecord> recorded = records.read(dir);
+            if (recorded.isEmpty()) {
+                return List.of("no engine is recorded in " + dir.root());
+            }
+            return stopper.stopAll(dir, recorded);
+        }
+    }
+
+    /** Unloads the weights of every recorded engine (and {@code warden.engine.url}); the proxies stay up. */
+    public List<EngineClient.UnloadResult> unload(EngineDir dir) throws BuildLockBusy, LockException {
+        try (HeldLock build = buildLock(dir)) {
+            List<EngineClient.UnloadResult> results = new ArrayList<>();
+            for (EngineRecord record : records.read(dir)) {
+                if (record.proxyPort().isEmpty()) {
+                    results.add(new EngineClient.UnloadResult(false, record.file().getFileName() + " records no proxy_port"));
+                } else {
+                    EngineClient.UnloadResult result = client.unload(EngineClient.loopback(record.proxyPort().getAsInt()));
+                    results.add(new EngineClient.UnloadResult(result.unloaded(), record.file().getFileName() + ": " + result.detail()));
+                }
+            }
+            externalEngine.ifPresent(url -> {
+                EngineClient.UnloadResult result = client.unload(url);
+                results.add(new EngineClient.UnloadResult(result.unloaded(), url + ": " + result.detail()));
+            });
+            return results;
+        }
+    }
+
+    private HeldLock buildLock(EngineDir dir) throws BuildLockBusy, LockException {
+        try {
+            java.nio.file.Files.createDirectories(dir.root());
+        } catch (java.io.IOException e) {
+            throw new LockException("Cannot create the engine dir " + dir.root() + " (" + e + ")", e);
+        }
+        Optional<HeldLock> lock = locker.tryLock(dir.buildLock(), buildLockWait, BUILD_LOCK_POLL);
+        if (lock.isEmpty()) {
+            String holder = locker.idOf(dir.buildLock()).map(procLocks::holderOf).filter(p -> p.isPresent())
+                    .map(p -> " by pid " + p.getAsLong()).orElse("");
+            throw new BuildLockBusy("The engine build lock " + dir.buildLock() + " stayed held" + holder + " for "
+                    + buildLockWait.toSeconds() + " s: a build or stop is still running. Try again when it ends.");
+        }
+        return lock.get();
+    }
+}

@@ -1,0 +1,61 @@
+package dev.warden.engine;
+
+import dev.warden.lock.FileLocker;
+import dev.warden.lock.LockException;
+import dev.warden.lock.ProcLocks;
+import jakarta.inject.Singleton;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/** Looks at an engine dir for {@code warden status} and {@code GET /api/v1/status}; changes nothing. */
+@Singleton
+public class EngineInspector {
+
+    private final EngineUsers users;
+    private final EngineRecords records;
+    private final EngineIdentity identity;
+    private final EngineClient client;
+    private final FileLocker locker;
+    private final ProcLocks procLocks;
+
+    public EngineInspector(EngineUsers users, EngineRecords records, EngineIdentity identity, EngineClient client,
+            FileLocker locker, ProcLocks procLocks) {
+        this.users = users;
+        this.records = records;
+        this.identity = identity;
+        this.client = client;
+        this.locker = locker;
+        this.procLocks = procLocks;
+    }
+
+    public EngineLook look(EngineDir dir, String reaperLockName) {
+        List<EngineLook.RecordLook> looks = new ArrayList<>();
+        for (EngineRecord record : records.read(dir)) {
+            String ours = switch (identity.of(record)) {
+                case Identity.Ours o -> "yes";
+                case Identity.Gone g -> "gone";
+                case Identity.Stranger s -> "no: " + s.reason();
+            };
+            looks.add(new EngineLook.RecordLook(record.file().getFileName().toString(), record.group(), record.pid(),
+                    record.pgid().isPresent() ? Optional.of(record.pgid().getAsLong()) : Optional.empty(),
+                    record.proxyPort().isPresent() ? Optional.of(record.proxyPort().getAsInt()) : Optional.empty(),
+                    ours, record.proxyPort().isPresent() && client.answers(EngineClient.loopback(record.proxyPort().getAsInt()))));
+        }
+        List<String> markers = dir.keepWarmMarkers().stream().map(p -> p.getFileName().toString()).toList();
+        return new EngineLook(dir.root(), users.liveIds(dir), markers, looks, reaperLock(dir.reaperLock(reaperLockName)));
+    }
+
+    private String reaperLock(Path lock) {
+        try {
+            return switch (locker.probe(lock)) {
+                case ABSENT, FREE -> "free";
+                case HELD -> "held" + locker.idOf(lock).map(procLocks::holderOf).filter(p -> p.isPresent())
+                        .map(p -> " by pid " + p.getAsLong()).orElse("");
+            };
+        } catch (LockException e) {
+            return "error: " + e.getMessage();
+        }
+    }
+}

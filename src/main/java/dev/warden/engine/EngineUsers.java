@@ -1,0 +1,90 @@
+package dev.warden.engine;
+
+import dev.warden.lock.FileLocker;
+import dev.warden.lock.HeldLock;
+import dev.warden.lock.LockException;
+import dev.warden.lock.LockProbe;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.jboss.logging.Logger;
+
+/**
+ * The engine's users: one {@code engine-users/<id>.lock} per process, held for its whole life.
+ * Liveness is the lock alone: a lock someone holds is a live user; a lock warden can take belongs
+ * to a user that died (however it died), and its file is removed.
+ */
+public final class EngineUsers {
+
+    private static final Logger LOG = Logger.getLogger(EngineUsers.class);
+
+    private final FileLocker locker;
+
+    public EngineUsers(FileLocker locker) {
+        this.locker = locker;
+    }
+
+    /** Whether any user lives; stops at the first live one, removing dead users' files on the way. */
+    public boolean anyLive(EngineDir dir) {
+        for (Path lock : dir.userLocks()) {
+            if (live(lock, true)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The ids of the live users, for status; looks without removing anything. */
+    public List<String> liveIds(EngineDir dir) {
+        List<String> ids = new ArrayList<>();
+        for (Path lock : dir.userLocks()) {
+            if (live(lock, false)) {
+                String name = lock.getFileName().toString();
+                ids.add(name.substring(0, name.length() - ".lock".length()));
+            }
+        }
+        return ids;
+    }
+
+    /**
+     * Becomes a user: holds {@code engine-users/<id>.lock} until closed. The reaper never stops an
+     * engine while this is held.
+     */
+    public HeldLock join(EngineDir dir, String id) throws LockException {
+        if (!id.matches("[A-Za-z0-9_.-]+") || id.startsWith(".")) {
+            throw new IllegalArgumentException("An engine user id is letters, digits, '.', '_' and '-', got '" + id + "'");
+        }
+        try {
+            Files.createDirectories(dir.usersDir());
+        } catch (IOException e) {
+            throw new LockException("Cannot create " + dir.usersDir() + " (" + e + "): check the engine dir's volume.", e);
+        }
+        Path lock = dir.userLock(id);
+        return locker.tryLock(lock).orElseThrow(() -> new LockException(
+                "Another process already holds " + lock + ": pick another engine user id."));
+    }
+
+    private boolean live(Path lock, boolean removeDead) {
+        try {
+            if (!removeDead) {
+                return locker.probe(lock) == LockProbe.HELD;
+            }
+            Optional<HeldLock> taken = locker.tryLock(lock);
+            if (taken.isEmpty()) {
+                return true;
+            }
+            try (HeldLock dead = taken.get()) {
+                Files.deleteIfExists(lock);
+                LOG.debugf("Removed the lock of a user that is gone: %s", lock);
+            }
+            return false;
+        } catch (IOException e) {
+            // Not a user lock warden can judge (a directory, a link): it holds no engine.
+            LOG.warnf("Ignoring %s: %s", lock, e.getMessage());
+            return false;
+        }
+    }
+}

@@ -1,0 +1,53 @@
+package dev.warden.engine;
+
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
+
+/** What /proc says of one process. */
+public record ProcessInfo(long pid, long ppid, long pgid, Optional<Instant> start, List<String> argv) {
+
+    public ProcessInfo {
+        argv = List.copyOf(argv);
+    }
+
+    /** The base name of argv[0], which is what llama-swap and llama-server are known by. */
+    public String name() {
+        if (argv.isEmpty() || argv.get(0).isEmpty()) {
+            return "";
+        }
+        Path name = Path.of(argv.get(0)).getFileName();
+        return name == null ? "" : name.toString();
+    }
+
+    public boolean isLlamaSwap() {
+        return name().contains("llama-swap");
+    }
+
+    public boolean isLlamaServer() {
+        return name().contains("llama-server");
+    }
+
+    /** The port after {@code --port} (or in {@code --port=N}) on the command line. */
+    public OptionalInt port() {
+        for (int i = 0; i < argv.size(); i++) {
+            String arg = argv.get(i);
+            String value = null;
+            if (arg.equals("--port") && i + 1 < argv.size()) {
+                value = argv.get(i + 1);
+            } else if (arg.startsWith("--port=")) {
+                value = arg.substring("--port=".length());
+            }
+            if (value != null) {
+                try {
+                    return OptionalInt.of(Integer.parseInt(value));
+                } catch (NumberFormatException e) {
+                    return OptionalInt.empty();
+                }
+            }
+        }
+        return OptionalInt.empty();
+    }
+}

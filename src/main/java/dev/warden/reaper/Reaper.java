@@ -1,0 +1,191 @@
+package dev.warden.reaper;
+
+import dev.warden.engine.EngineClient;
+import dev.warden.engine.EngineDir;
+import dev.warden.engine.EngineRecord;
+import dev.warden.engine.EngineRecords;
+import dev.warden.engine.EngineStopper;
+import dev.warden.engine.EngineUsers;
+import dev.warden.lock.FileLocker;
+import dev.warden.lock.HeldLock;
+import dev.warden.lock.LockException;
+import java.net.URI;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Optional;
+import org.jboss.logging.Logger;
+
+/**
+ * The last-user-out rule, pass by pass (seed engine_reaper.py). With no live user, under the
+ * build lock: a kept-warm engine has its weights unloaded once after the idle time; any other
+ * recorded engine is stopped. A llama-swap that lilbee did not start ({@code warden.engine.url})
+ * is only ever unloaded, never signalled.
+ *
+ * <p>Not thread-safe: one scheduler thread runs the passes (concurrent runs are skipped).
+ */
+public final class Reaper {
+
+    private static final Logger LOG = Logger.getLogger(Reaper.class);
+
+    private final EngineDir dir;
+    private final EngineUsers users;
+    private final FileLocker locker;
+    private final EngineRecords records;
+    private final EngineStopper stopper;
+    private final EngineClient client;
+    private final InstantSource clock;
+    private final Duration idleTtl;
+    private final Optional<URI> externalEngine;
+
+    /** When the last user left a kept-warm engine, and whether its weights were unloaded since. */
+    private Instant idleSince;
+    private boolean unloaded;
+
+    public Reaper(EngineDir dir, EngineUsers users, FileLocker locker, EngineRecords records, EngineStopper stopper,
+            EngineClient client, InstantSource clock, Duration idleTtl, Optional<URI> externalEngine) {
+        this.dir = dir;
+        this.users = users;
+        this.locker = locker;
+        this.records = records;
+        this.stopper = stopper;
+        this.client = client;
+        this.clock = clock;
+        this.idleTtl = idleTtl;
+        this.externalEngine = externalEngine;
+    }
+
+    public EngineDir dir() {
+        return dir;
+    }
+
+    /** When the idle window of a kept-warm engine began; empty while used or not kept warm. */
+    public Optional<Instant> idleSince() {
+        return Optional.ofNullable(idleSince);
+    }
+
+    /** One pass of the rule. */
+    public PassOutcome pass() {
+        if (users.anyLive(dir)) {
+            resetIdle();
+            return new PassOutcome(PassOutcome.Action.USERS_LIVE, "a user holds the engine");
+        }
+        Optional<HeldLock> buildLock;
+        try {
+            buildLock = locker.tryLock(dir.buildLock());
+        } catch (LockException e) {
+            LOG.warn(e.getMessage());
+            return new PassOutcome(PassOutcome.Action.BUILD_LOCK_HELD, e.getMessage());
+        }
+        if (buildLock.isEmpty()) {
+            LOG.infof("Engine build lock at %s still held; checking again.", dir.root());
+            return new PassOutcome(PassOutcome.Action.BUILD_LOCK_HELD, "the build lock is held; checking again");
+        }
+        try (HeldLock held = buildLock.get()) {
+            return underBuildLock();
+        }
+    }
+
+    /** What {@link #pass()} would do now, without taking a lock, deleting a file or signalling. */
+    public PassOutcome dryRun() {
+        if (!users.liveIds(dir).isEmpty()) {
+            return new PassOutcome(PassOutcome.Action.USERS_LIVE, "a user holds the engine");
+        }
+        List<EngineRecord> recorded = records.read(dir);
+        if (keptWarm(recorded)) {
+            return new PassOutcome(PassOutcome.Action.IDLING, "would unload the weights once idle for "
+                    + idleTtl + (idleSince == null ? " (the idle time starts now)" : " (idle since " + idleSince + ")"));
+        }
+        if (!recorded.isEmpty()) {
+            return new PassOutcome(PassOutcome.Action.STOPPED, "would stop " + recorded.size() + " engine(s): "
+                    + recorded.stream().map(r -> r.file().getFileName() + " (pid " + r.pid() + ")").toList());
+        }
+        return new PassOutcome(PassOutcome.Action.NOTHING_TO_DO, "no user and no engine");
+    }
+
+    private PassOutcome underBuildLock() {
+        // A user may have joined while the build lock was taken.
+        if (users.anyLive(dir)) {
+            resetIdle();
+            return new PassOutcome(PassOutcome.Action.USERS_LIVE, "a user joined");
+        }
+        List<EngineRecord> recorded = records.read(dir);
+        if (recorded.isEmpty()) {
+            if (externalEngine.isPresent()) {
+                return unloadWhenIdle(List.of(externalEngine.get()), List.of()).orElseThrow();
+            }
+            resetIdle();
+            return new PassOutcome(PassOutcome.Action.NOTHING_TO_DO, "no user and no engine");
+        }
+        boolean keptWarm = !dir.keepWarmMarkers().isEmpty();
+        if (keptWarm) {
+            Optional<PassOutcome> idling = unloadWhenIdle(endpoints(recorded), recorded);
+            if (idling.isPresent()) {
+                return idling.get();
+            }
+        }
+        List<String> done = stopper.stopAll(dir, recorded);
+        resetIdle();
+        String why = keptWarm ? "it stopped answering" : "every user is gone";
+        LOG.infof("Engine stopped at %s (%s)", dir.root(), why);
+        return new PassOutcome(PassOutcome.Action.STOPPED, why + ": " + String.join("; ", done));
+    }
+
+    /** A recorded engine with a keep-warm marker, or an engine lilbee did not start. */
+    private boolean keptWarm(List<EngineRecord> recorded) {
+        return recorded.isEmpty() ? externalEngine.isPresent() : !dir.keepWarmMarkers().isEmpty();
+    }
+
+    /**
+     * Unloads a kept-warm engine's weights after its idle time with no user. A refused unload
+     * starts a new idle window. Empty when none of the {@code recorded} engines answers any more:
+     * they are gone, and the caller cleans up (an engine lilbee did not start has no record and is
+     * never cleaned up).
+     */
+    private Optional<PassOutcome> unloadWhenIdle(List<URI> engines, List<EngineRecord> recorded) {
+        Instant now = clock.instant();
+        if (idleSince == null) {
+            idleSince = now;
+        }
+        if (unloaded) {
+            return Optional.of(new PassOutcome(PassOutcome.Action.UNLOADED_EARLIER, "weights unloaded; watching"));
+        }
+        Duration idle = Duration.between(idleSince, now);
+        if (idle.compareTo(idleTtl) < 0) {
+            return Optional.of(new PassOutcome(PassOutcome.Action.IDLING,
+                    "idle for " + idle.toSeconds() + " s of " + idleTtl.toSeconds() + " s"));
+        }
+        List<String> refusals = engines.stream().map(client::unload).filter(r -> !r.unloaded())
+                .map(EngineClient.UnloadResult::detail).toList();
+        if (!engines.isEmpty() && refusals.isEmpty()) {
+            unloaded = true;
+            LOG.infof("Engine weights unloaded at %s (idle with no user)", dir.root());
+            return Optional.of(new PassOutcome(PassOutcome.Action.UNLOADED, "idle with no user for " + idle.toSeconds() + " s"));
+        }
+        idleSince = now;
+        if (!recorded.isEmpty() && recorded.stream().noneMatch(this::answers)) {
+            return Optional.empty();
+        }
+        LOG.warnf("Unloading the engine at %s was refused (%s); trying again after another idle window", dir.root(), refusals);
+        return Optional.of(new PassOutcome(PassOutcome.Action.UNLOAD_REFUSED, String.join("; ", refusals)));
+    }
+
+    private List<URI> endpoints(List<EngineRecord> recorded) {
+        List<URI> uris = new java.util.ArrayList<>();
+        for (EngineRecord record : recorded) {
+            record.proxyPort().ifPresent(port -> uris.add(EngineClient.loopback(port)));
+        }
+        externalEngine.ifPresent(uris::add);
+        return uris;
+    }
+
+    private boolean answers(EngineRecord record) {
+        return record.proxyPort().isPresent() && client.answers(EngineClient.loopback(record.proxyPort().getAsInt()));
+    }
+
+    private void resetIdle() {
+        idleSince = null;
+        unloaded = false;
+    }
+}

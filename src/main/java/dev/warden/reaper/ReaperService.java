@@ -1,0 +1,148 @@
+package dev.warden.reaper;
+
+import dev.warden.config.WardenConfig;
+import dev.warden.engine.EngineClient;
+import dev.warden.engine.EngineDir;
+import dev.warden.engine.EngineRecord;
+import dev.warden.engine.EngineRecords;
+import dev.warden.engine.EngineStopper;
+import dev.warden.engine.EngineUsers;
+import dev.warden.lock.FileLocker;
+import dev.warden.lock.HeldLock;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.scheduler.Scheduled;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Singleton;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
+import org.jboss.logging.Logger;
+
+/**
+ * warden's reaper while it serves: claims the engine dir's reaper lock (one reaper per engine
+ * dir) and runs a pass of the rule every {@code warden.reaper.interval}. It keeps the lock for as
+ * long as warden runs, so an engine built after a stop is watched too. When another reaper holds
+ * the lock, it tries again each tick and publishes why it does not watch.
+ */
+@Singleton
+public class ReaperService {
+
+    private static final Logger LOG = Logger.getLogger(ReaperService.class);
+    /** filelock's poll while a claim waits out a starting user's probe. */
+    private static final Duration CLAIM_POLL = Duration.ofMillis(50);
+
+    private final WardenConfig config;
+    private final EngineUsers users;
+    private final FileLocker locker;
+    private final EngineRecords records;
+    private final EngineStopper stopper;
+    private final EngineClient client;
+    private final InstantSource clock;
+
+    private final AtomicReference<ReaperStatus> published = new AtomicReference<>(ReaperStatus.notStarted());
+    // Touched by the scheduler's thread (one at a time) and by start/stop.
+    private Reaper reaper;
+    private HeldLock reaperLock;
+    private boolean stopped;
+
+    public ReaperService(WardenConfig config, EngineUsers users, FileLocker locker, EngineRecords records,
+            EngineStopper stopper, EngineClient client, InstantSource clock) {
+        this.config = config;
+        this.users = users;
+        this.locker = locker;
+        this.records = records;
+        this.stopper = stopper;
+        this.client = client;
+        this.clock = clock;
+    }
+
+    /** The rule for {@code dir}, as configured; also used by {@code warden reap --once}. */
+    public Reaper reaperFor(EngineDir dir) {
+        return new Reaper(dir, users, locker, records, stopper, client, clock, config.reaper().idleTtl(), config.engine().url());
+    }
+
+    /** Starts watching {@code dir}: the first claim waits up to the claim timeout to outlast a user's probe. */
+    public synchronized void start(EngineDir dir) {
+        reaper = reaperFor(dir);
+        claim(config.reaper().claimTimeout());
+        LOG.infof("The reaper %s %s", reaperLock != null ? "watches" : "stands by for", dir.root());
+    }
+
+    public ReaperStatus status() {
+        return published.get();
+    }
+
+    public Optional<EngineDir> dir() {
+        Reaper current = reaper;
+        return current == null ? Optional.empty() : Optional.of(current.dir());
+    }
+
+    @Scheduled(every = "${warden.reaper.interval}", delayed = "${warden.reaper.interval}",
+            concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    synchronized void tick() {
+        if (reaper == null || stopped) {
+            return;
+        }
+        if (reaperLock == null) {
+            claim(Duration.ZERO);
+            if (reaperLock == null) {
+                return;
+            }
+        }
+        try {
+            PassOutcome outcome = reaper.pass();
+            publish(outcome);
+        } catch (RuntimeException e) {
+            LOG.error("A reaper pass failed; trying again next tick", e);
+        }
+    }
+
+    void onShutdown(@Observes ShutdownEvent event) {
+        stop();
+    }
+
+    public synchronized void stop() {
+        stopped = true;
+        if (reaperLock != null) {
+            reaperLock.close();
+            reaperLock = null;
+        }
+    }
+
+    private void claim(Duration timeout) {
+        Path lock = reaper.dir().reaperLock(config.reaper().lockName());
+        try {
+            java.nio.file.Files.createDirectories(reaper.dir().root());
+            reaperLock = locker.tryLock(lock, timeout, CLAIM_POLL).orElse(null);
+            publish(reaperLock != null ? "watching " + reaper.dir().root()
+                    : "another reaper holds " + lock + "; this warden takes over when it exits");
+        } catch (java.io.IOException e) {
+            publish("cannot claim " + lock + ": " + e.getMessage());
+        }
+    }
+
+    private void publish(String detail) {
+        ReaperStatus last = published.get();
+        published.set(new ReaperStatus(reaperLock != null, detail, reaper.idleSince(), last.lastPass(), last.lastAction(),
+                last.lastActionAt(), last.engineExpected(), last.engineAnswers()));
+    }
+
+    private void publish(PassOutcome outcome) {
+        ReaperStatus last = published.get();
+        boolean acted = outcome.acted();
+        List<EngineRecord> recorded = records.read(reaper.dir());
+        Optional<URI> external = config.engine().url();
+        boolean expected = !recorded.isEmpty() || external.isPresent();
+        boolean answers = expected
+                && recorded.stream().allMatch(r -> r.proxyPort().isPresent() && client.answers(EngineClient.loopback(r.proxyPort().getAsInt())))
+                && external.map(client::answers).orElse(true);
+        published.set(new ReaperStatus(true, "watching " + reaper.dir().root(), reaper.idleSince(), Optional.of(outcome),
+                acted ? Optional.of(outcome) : last.lastAction(), acted ? Optional.of(clock.instant()) : last.lastActionAt(),
+                expected, answers));
+    }
+}

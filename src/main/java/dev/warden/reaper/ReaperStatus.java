@@ -1,0 +1,21 @@
+package dev.warden.reaper;
+
+import java.time.Instant;
+import java.util.Optional;
+
+/**
+ * The reaper as published to status and the probes (an immutable snapshot; no file I/O to read).
+ *
+ * @param watching whether this warden holds the reaper lock and runs the rule
+ * @param detail why it does or does not watch
+ * @param engineExpected whether an engine is recorded or configured (readiness then needs it to answer)
+ * @param engineAnswers whether every recorded or configured engine answered at the last pass
+ */
+public record ReaperStatus(boolean watching, String detail, Optional<Instant> idleSince, Optional<PassOutcome> lastPass,
+        Optional<PassOutcome> lastAction, Optional<Instant> lastActionAt, boolean engineExpected, boolean engineAnswers) {
+
+    public static ReaperStatus notStarted() {
+        return new ReaperStatus(false, "not watching", Optional.empty(), Optional.empty(), Optional.empty(),
+                Optional.empty(), false, false);
+    }
+}
