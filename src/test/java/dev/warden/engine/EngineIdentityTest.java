@@ -1,0 +1,71 @@
+package dev.warden.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.warden.testing.FakeEngine;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalDouble;
+import java.util.OptionalInt;
+import java.util.OptionalLong;
+import org.junit.jupiter.api.Test;
+
+class EngineIdentityTest {
+
+    private final ProcessTable processes = new ProcessTable();
+    private final EngineIdentity identity = new EngineIdentity(processes);
+
+    private static EngineRecord record(long pid, OptionalDouble createdAt) {
+        return new EngineRecord(Path.of("llama-swap.state.chat.1.json"), "chat", pid, OptionalLong.empty(), createdAt,
+                Optional.empty(), List.of(), OptionalInt.empty());
+    }
+
+    @Test
+    void aLiveLlamaSwapWithItsRecordedStartTimeIsOurs() throws Exception {
+        try (FakeEngine engine = FakeEngine.startLlamaSwap("--port", "0")) {
+            Identity id = identity.of(record(engine.pid(), OptionalDouble.of(engine.createdAt())));
+            Identity.Ours ours = assertInstanceOf(Identity.Ours.class, id);
+            assertEquals("llama-swap", ours.process().name());
+            assertEquals(engine.pid(), ours.process().pgid(), "setsid gives the fake a group of its own");
+            assertInstanceOf(Identity.Ours.class, identity.of(record(engine.pid(), OptionalDouble.empty())),
+                    "without created_at the name decides");
+        }
+    }
+
+    @Test
+    void aPidReusedByAProcessStartedLaterIsAStranger() throws Exception {
+        try (FakeEngine engine = FakeEngine.startLlamaSwap("--port", "0")) {
+            Identity id = identity.of(record(engine.pid(), OptionalDouble.of(engine.createdAt() - 30)));
+            Identity.Stranger stranger = assertInstanceOf(Identity.Stranger.class, id);
+            assertTrue(stranger.reason().contains("the pid was reused"), stranger.reason());
+        }
+    }
+
+    @Test
+    void aProcessThatIsNotLlamaSwapIsAStranger() throws Exception {
+        try (FakeEngine other = FakeEngine.startStranger("postgres")) {
+            Identity.Stranger stranger = assertInstanceOf(Identity.Stranger.class,
+                    identity.of(record(other.pid(), OptionalDouble.of(other.createdAt()))));
+            assertTrue(stranger.reason().contains("runs 'postgres', not llama-swap"), stranger.reason());
+        }
+    }
+
+    @Test
+    void pidOneZeroAndWardensOwnPidAreNeverOurs() {
+        assertInstanceOf(Identity.Stranger.class, identity.of(record(1, OptionalDouble.empty())));
+        assertInstanceOf(Identity.Stranger.class, identity.of(record(0, OptionalDouble.empty())));
+        assertInstanceOf(Identity.Stranger.class, identity.of(record(-5, OptionalDouble.empty())));
+        assertInstanceOf(Identity.Stranger.class, identity.of(record(ProcessHandle.current().pid(), OptionalDouble.empty())));
+    }
+
+    @Test
+    void anExitedEngineIsGone() throws Exception {
+        FakeEngine engine = FakeEngine.startLlamaSwap("--port", "0");
+        long pid = engine.pid();
+        engine.kill();
+        assertInstanceOf(Identity.Gone.class, identity.of(record(pid, OptionalDouble.empty())));
+    }
+}

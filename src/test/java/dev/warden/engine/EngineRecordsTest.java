@@ -1,0 +1,100 @@
+package dev.warden.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.OptionalInt;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class EngineRecordsTest {
+
+    @TempDir
+    Path dir;
+
+    private final EngineRecords records = new EngineRecords(new ObjectMapper());
+
+    private List<EngineRecord> read() {
+        return records.read(new EngineDir(dir));
+    }
+
+    @Test
+    void everyFieldOfAFullRecordIsRead() throws Exception {
+        Files.writeString(dir.resolve("llama-swap.state.co-tenant.42.json"), """
+                {"pid": 4242, "pgid": 4240, "created_at": 1764460000.25, "name": "llama-swap",
+                 "member_ports": [41001, 41002], "proxy_port": 41000, "launches": 3, "engine_pin": "abc"}""");
+        EngineRecord record = read().getFirst();
+        assertEquals("co-tenant", record.group());
+        assertEquals(4242, record.pid());
+        assertEquals(4240, record.pgid().getAsLong());
+        assertEquals(1764460000.25, record.createdAt().getAsDouble());
+        assertEquals(List.of(41001, 41002), record.memberPorts());
+        assertEquals(OptionalInt.of(41000), record.proxyPort());
+    }
+
+    @Test
+    void onlyThePidIsRequired() throws Exception {
+        Files.writeString(dir.resolve("llama-swap.state.chat.1.json"), "{\"pid\": 77}");
+        EngineRecord record = read().getFirst();
+        assertEquals(77, record.pid());
+        assertTrue(record.pgid().isEmpty() && record.createdAt().isEmpty() && record.proxyPort().isEmpty());
+    }
+
+    @Test
+    void legacyNamesCount() throws Exception {
+        Files.writeString(dir.resolve("llama-swap.state.json"), "{\"pid\": 5}");
+        Files.writeString(dir.resolve("llama-swap.state.123.json"), "{\"pid\": 6}");
+        assertEquals(List.of(6L, 5L), read().stream().map(EngineRecord::pid).toList());
+        assertEquals(List.of("", ""), read().stream().map(EngineRecord::group).toList());
+    }
+
+    @Test
+    void aRecordThatDoesNotParseIsSkippedAndKept() throws Exception {
+        String[] bad = {"", "{", "[1]", "{\"pid\": \"12\"}", "{\"pid\": 1.5}", "{\"nopid\": 1}", "null"};
+        for (int i = 0; i < bad.length; i++) {
+            Files.writeString(dir.resolve("llama-swap.state.chat." + i + ".json"), bad[i]);
+        }
+        assertEquals(List.of(), read());
+        for (int i = 0; i < bad.length; i++) {
+            assertTrue(Files.exists(dir.resolve("llama-swap.state.chat." + i + ".json")), "a sibling's write may be in flight");
+        }
+    }
+
+    @Test
+    void writesInFlightAndOtherFilesAreInvisible() throws Exception {
+        Files.writeString(dir.resolve(".llama-swap.state.chat.1.json.tmp"), "{\"pid\": 1}");
+        Files.writeString(dir.resolve("llama-swap.state.chat.1.json.tmp"), "{\"pid\": 1}");
+        Files.writeString(dir.resolve("llama-swap-chat.1.json"), "{\"pid\": 1}");
+        Files.createDirectory(dir.resolve("llama-swap.state.dir.2.json"));
+        assertEquals(List.of(), read());
+    }
+
+    @Test
+    void hostileFieldsAreDroppedNotTrusted() throws Exception {
+        Files.writeString(dir.resolve("llama-swap.state.chat.1.json"), """
+                {"pid": 9, "pgid": "1", "created_at": "yesterday", "name": ["x"],
+                 "member_ports": [-1, 0, 70000, "80", 8081, 1e20], "proxy_port": 99999}""");
+        EngineRecord record = read().getFirst();
+        assertTrue(record.pgid().isEmpty());
+        assertTrue(record.createdAt().isEmpty());
+        assertTrue(record.name().isEmpty());
+        assertEquals(List.of(8081), record.memberPorts());
+        assertTrue(record.proxyPort().isEmpty());
+    }
+
+    @Test
+    void aHugeFileIsNotARecord() throws Exception {
+        Files.writeString(dir.resolve("llama-swap.state.chat.1.json"), "{\"pid\": 1, \"x\": \"" + "a".repeat(1_100_000) + "\"}");
+        assertEquals(List.of(), read());
+        assertTrue(Files.exists(dir.resolve("llama-swap.state.chat.1.json")));
+    }
+
+    @Test
+    void aMissingEngineDirHasNoRecords() {
+        assertEquals(List.of(), records.read(new EngineDir(dir.resolve("absent"))));
+    }
+}

@@ -1,0 +1,151 @@
+package dev.warden.testing;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A fake engine as a real process: {@code setsid} gives it a process group of its own and
+ * {@code exec -a} gives it the argv[0] warden checks, exactly as a real llama-swap would have.
+ * Closing it kills it (and anything it spawned) by pid.
+ */
+public final class FakeEngine implements AutoCloseable {
+
+    private final Process process;
+    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+    private final List<String> seen = java.util.Collections.synchronizedList(new ArrayList<>());
+
+    private FakeEngine(Process process) {
+        this.process = process;
+        Thread.ofPlatform().daemon().start(() -> {
+            try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = out.readLine()) != null) {
+                    seen.add(line);
+                    lines.add(line);
+                }
+            } catch (IOException e) {
+                // the process ended
+            }
+        });
+    }
+
+    /** A fake llama-swap with the given arguments (see {@link FakeLlamaSwap}); returns once it is ready. */
+    public static FakeEngine startLlamaSwap(String... args) throws IOException {
+        FakeEngine engine = start("llama-swap", FakeLlamaSwap.class, args);
+        engine.await("ready");
+        return engine;
+    }
+
+    /** A fake llama-server listening on {@code port}, in its own process group. */
+    public static FakeEngine startLlamaServer(int port) throws IOException {
+        return start("llama-server", FakeLlamaServer.class, "--port", Integer.toString(port));
+    }
+
+    /** The same program under another name, to play a stranger that inherited a recorded pid. */
+    public static FakeEngine startStranger(String name) throws IOException {
+        FakeEngine engine = start(name, FakeLlamaSwap.class, "--port", "0");
+        engine.await("ready");
+        return engine;
+    }
+
+    private static FakeEngine start(String argv0, Class<?> main, String... args) throws IOException {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> command = new ArrayList<>(List.of("setsid", "bash", "-c", "exec -a \"$0\" \"$@\"", argv0, java,
+                "-Xmx24m", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:+UseSerialGC",
+                "-cp", System.getProperty("java.class.path"), main.getName()));
+        command.addAll(List.of(args));
+        Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        return new FakeEngine(process);
+    }
+
+    void waitUntilListening() {
+        await("listening");
+    }
+
+    /** Waits for the line {@code expected} on the fake's stdout. */
+    public void await(String expected) {
+        long deadline = System.nanoTime() + Await.PATIENCE.toNanos();
+        try {
+            while (System.nanoTime() < deadline) {
+                String line = lines.poll(50, TimeUnit.MILLISECONDS);
+                if (expected.equals(line)) {
+                    return;
+                }
+                if (line == null && !process.isAlive()) {
+                    break;
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        throw new AssertionError("the fake " + process.info().commandLine().orElse("engine") + " never printed '"
+                + expected + "'; it printed " + seen);
+    }
+
+    /** Every line printed so far. */
+    public List<String> printed() {
+        return List.copyOf(seen);
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    /** The process's start, as lilbee records {@code created_at} (epoch seconds). */
+    public double createdAt() {
+        return process.info().startInstant().orElseThrow().toEpochMilli() / 1000.0;
+    }
+
+    public boolean alive() {
+        return process.isAlive();
+    }
+
+    /** Waits for the exit and returns its code (143 for SIGTERM, 137 for SIGKILL). */
+    public int exitCode(Duration timeout) throws InterruptedException {
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new AssertionError("the fake engine " + pid() + " is still running");
+        }
+        return process.exitValue();
+    }
+
+    /** Writes lilbee's record for this engine into {@code engineDir} and returns its path. */
+    public Path writeRecord(Path engineDir, String group, int proxyPort, List<Integer> memberPorts) throws IOException {
+        Files.createDirectories(engineDir);
+        Path record = engineDir.resolve("llama-swap.state." + group + "." + ProcessHandle.current().pid() + ".json");
+        Files.writeString(record, String.format(java.util.Locale.ROOT,
+                "{\"pid\": %d, \"pgid\": %d, \"created_at\": %.3f, \"name\": \"llama-swap\", \"member_ports\": %s,"
+                        + " \"proxy_port\": %d, \"launches\": 1}",
+                pid(), pid(), createdAt(), memberPorts, proxyPort));
+        return record;
+    }
+
+    public void kill() throws InterruptedException {
+        for (ProcessHandle child : process.descendants().toList()) {
+            child.destroyForcibly();
+        }
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        kill();
+    }
+
+    public static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+}

@@ -1,0 +1,105 @@
+package dev.warden.testing;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A stand-in for llama-swap, run as its own process (argv[0] "llama-swap", its own process
+ * group) by {@link FakeEngine}. It speaks the part of llama-swap's HTTP contract warden uses
+ * (PROTOCOL.md section 4) and prints each event on stdout for the test to read.
+ *
+ * <p>Arguments: {@code --port N} (0: no HTTP at all), {@code --ignore-term}, {@code --refuse-unload},
+ * {@code --old-api} (only {@code GET /unload}), {@code --api-key K}, {@code --server-port N}
+ * (spawn a child named llama-server, in its own group, listening on N).
+ */
+public final class FakeLlamaSwap {
+
+    public static void main(String[] args) throws Exception {
+        int port = 0;
+        boolean ignoreTerm = false;
+        boolean refuseUnload = false;
+        boolean oldApi = false;
+        String apiKey = null;
+        List<Integer> serverPorts = new ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--port" -> port = Integer.parseInt(args[++i]);
+                case "--ignore-term" -> ignoreTerm = true;
+                case "--refuse-unload" -> refuseUnload = true;
+                case "--old-api" -> oldApi = true;
+                case "--api-key" -> apiKey = args[++i];
+                case "--server-port" -> serverPorts.add(Integer.parseInt(args[++i]));
+                default -> throw new IllegalArgumentException(args[i]);
+            }
+        }
+        if (ignoreTerm) {
+            sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sun.misc.SignalHandler.SIG_IGN);
+        }
+        for (int serverPort : serverPorts) {
+            FakeEngine.startLlamaServer(serverPort).waitUntilListening();
+            say("server " + serverPort);
+        }
+        AtomicBoolean loaded = new AtomicBoolean(true);
+        if (port > 0) {
+            HttpServer http = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 16);
+            final String key = apiKey;
+            final boolean refuse = refuseUnload;
+            final boolean old = oldApi;
+            http.createContext("/", exchange -> {
+                try (exchange) {
+                    String path = exchange.getRequestURI().getPath();
+                    String method = exchange.getRequestMethod();
+                    if (!path.equals("/health") && key != null
+                            && !("Bearer " + key).equals(exchange.getRequestHeaders().getFirst("Authorization"))) {
+                        reply(exchange, 401, "{\"error\": \"unauthorized\"}");
+                        return;
+                    }
+                    switch (method + " " + path) {
+                        case "GET /health" -> reply(exchange, 200, "OK");
+                        case "GET /running" -> reply(exchange, 200, loaded.get()
+                                ? "{\"running\": [{\"model\": \"m\", \"state\": \"ready\"}]}" : "{\"running\": []}");
+                        case "POST /api/models/unload" -> {
+                            if (old) {
+                                reply(exchange, 404, "404 page not found");
+                            } else if (refuse) {
+                                say("unload refused");
+                                reply(exchange, 503, "{\"error\": {\"message\": \"busy loading\"}}");
+                            } else {
+                                loaded.set(false);
+                                say("unloaded");
+                                reply(exchange, 200, "{\"msg\": \"ok\"}");
+                            }
+                        }
+                        case "GET /unload" -> {
+                            loaded.set(false);
+                            say("unloaded via GET /unload");
+                            reply(exchange, 200, "OK");
+                        }
+                        default -> reply(exchange, 404, "404 page not found");
+                    }
+                }
+            });
+            http.start();
+        }
+        say("ready");
+        Thread.sleep(Long.MAX_VALUE);
+    }
+
+    static synchronized void say(String line) {
+        System.out.println(line);
+        System.out.flush();
+    }
+
+    private static void reply(HttpExchange exchange, int status, String body) throws IOException {
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        exchange.sendResponseHeaders(status, bytes.length);
+        exchange.getResponseBody().write(bytes);
+    }
+}
