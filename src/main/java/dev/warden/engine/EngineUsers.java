@@ -17,7 +17,7 @@ import org.jboss.logging.Logger;
  * Liveness is the lock alone: a lock someone holds is a live user; a lock warden can take belongs
  * to a user that died (however it died), and its file is removed.
  */
-public final class EngineUsers {
+public class EngineUsers {
 
     private static final Logger LOG = Logger.getLogger(EngineUsers.class);
 

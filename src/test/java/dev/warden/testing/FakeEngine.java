@@ -25,8 +25,11 @@ public final class FakeEngine implements AutoCloseable {
     private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
     private final List<String> seen = java.util.Collections.synchronizedList(new ArrayList<>());
 
-    private FakeEngine(Process process) {
+    private final String name;
+
+    private FakeEngine(Process process, String name) {
         this.process = process;
+        this.name = name;
         Thread.ofPlatform().daemon().start(() -> {
             try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
                 String line;
@@ -66,31 +69,30 @@ public final class FakeEngine implements AutoCloseable {
                 "-cp", System.getProperty("java.class.path"), main.getName()));
         command.addAll(List.of(args));
         Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        return new FakeEngine(process);
+        return new FakeEngine(process, argv0);
     }
 
     void waitUntilListening() {
         await("listening");
     }
 
-    /** Waits for the line {@code expected} on the fake's stdout. */
+    /** Waits until the fake has printed the line {@code expected} (at any time since it started). */
     public void await(String expected) {
         long deadline = System.nanoTime() + Await.PATIENCE.toNanos();
         try {
             while (System.nanoTime() < deadline) {
-                String line = lines.poll(50, TimeUnit.MILLISECONDS);
-                if (expected.equals(line)) {
+                if (seen.contains(expected)) {
                     return;
                 }
-                if (line == null && !process.isAlive()) {
+                if (lines.poll(50, TimeUnit.MILLISECONDS) == null && !process.isAlive() && !seen.contains(expected)) {
                     break;
                 }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        throw new AssertionError("the fake " + process.info().commandLine().orElse("engine") + " never printed '"
-                + expected + "'; it printed " + seen);
+        throw new AssertionError("the fake " + name + " (pid " + process.pid() + ") never printed '" + expected
+                + "'; it printed " + seen);
     }
 
     /** Every line printed so far. */

@@ -1,0 +1,409 @@
+package dev.warden.reaper;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.warden.engine.EngineClient;
+import dev.warden.engine.EngineDir;
+import dev.warden.engine.EngineIdentity;
+import dev.warden.engine.EngineRecords;
+import dev.warden.engine.EngineStopper;
+import dev.warden.engine.EngineUsers;
+import dev.warden.engine.ProcessInfo;
+import dev.warden.engine.ProcessTable;
+import dev.warden.engine.Signaller;
+import dev.warden.lock.FileLocker;
+import dev.warden.lock.NativePosix;
+import dev.warden.testing.FakeEngine;
+import dev.warden.testing.MutableClock;
+import dev.warden.testing.Peer;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The last-user-out rule, pass by pass, against real processes: lock peers and fake engines. */
+class ReaperTest {
+
+    private static final Duration IDLE_TTL = Duration.ofMinutes(5);
+    private static final Duration TERM = Duration.ofSeconds(5);
+    private static final Duration KILL = Duration.ofSeconds(5);
+
+    @TempDir
+    Path root;
+
+    private EngineDir dir;
+    private final MutableClock clock = new MutableClock();
+    private final NativePosix posix = new NativePosix();
+    private final FileLocker locker = new FileLocker(posix);
+    private final ProcessTable processes = new ProcessTable();
+    private final List<AutoCloseable> started = new ArrayList<>();
+    private final List<Integer> serverPorts = new ArrayList<>();
+
+    @BeforeEach
+    void engineDir() throws IOException {
+        dir = new EngineDir(root.resolve("engine"));
+        Files.createDirectories(dir.usersDir());
+    }
+
+    @AfterEach
+    void cleanUp() throws Exception {
+        for (AutoCloseable process : started) {
+            process.close();
+        }
+        // llama-servers orphaned by a test that failed half-way
+        for (ProcessInfo p : processes.all()) {
+            if (p.isLlamaServer() && p.port().isPresent() && serverPorts.contains(p.port().getAsInt())) {
+                ProcessHandle.of(p.pid()).ifPresent(ProcessHandle::destroyForcibly);
+            }
+        }
+    }
+
+    private Reaper reaper(EngineUsers users, Duration term, Optional<URI> external) {
+        EngineStopper stopper = new EngineStopper(new EngineIdentity(processes), processes, new Signaller(posix, processes),
+                term, KILL);
+        EngineClient client = new EngineClient(new ObjectMapper(), Duration.ofMillis(500), Duration.ofSeconds(2),
+                Duration.ofSeconds(30), Optional.empty());
+        return new Reaper(dir, users, locker, new EngineRecords(new ObjectMapper()), stopper, client, clock, IDLE_TTL, external);
+    }
+
+    private Reaper reaper() {
+        return reaper(new EngineUsers(locker), TERM, Optional.empty());
+    }
+
+    private <T extends AutoCloseable> T track(T process) {
+        started.add(process);
+        return process;
+    }
+
+    private FakeEngine engine(String... args) throws IOException {
+        return track(FakeEngine.startLlamaSwap(args));
+    }
+
+    private Peer user(String id) throws IOException {
+        return track(Peer.flockHolder(dir.userLock(id)));
+    }
+
+    private Path keepWarm() throws IOException {
+        return Files.writeString(dir.usersDir().resolve("0123456789abcdef.keep-warm"), "");
+    }
+
+    private int port() throws IOException {
+        int port = FakeEngine.freePort();
+        serverPorts.add(port);
+        return port;
+    }
+
+    @Test
+    void whileAUserLivesNothingIsStopped() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy));
+        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        user("lilbee-1");
+        assertEquals(PassOutcome.Action.USERS_LIVE, reaper().pass().action());
+        assertTrue(engine.alive());
+        assertTrue(Files.exists(record));
+    }
+
+    @Test
+    void whenTheLastUserIsKilledTheEngineGetsSigtermAndItsRecordAndMarkersGo() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy));
+        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        Peer first = user("lilbee-1");
+        Peer second = user("lilbee-2");
+        Reaper reaper = reaper();
+        first.kill();
+        assertEquals(PassOutcome.Action.USERS_LIVE, reaper.pass().action(), "one user is left");
+        assertTrue(engine.alive());
+        second.kill();
+        PassOutcome outcome = reaper.pass();
+        assertEquals(PassOutcome.Action.STOPPED, outcome.action(), outcome.detail());
+        assertTrue(outcome.detail().startsWith("every user is gone"), outcome.detail());
+        assertEquals(143, engine.exitCode(Duration.ofSeconds(10)), "SIGTERM, not SIGKILL");
+        assertFalse(Files.exists(record));
+        assertFalse(Files.exists(dir.userLock("lilbee-1")), "dead users' locks are removed");
+        assertEquals(PassOutcome.Action.NOTHING_TO_DO, reaper.pass().action());
+    }
+
+    @Test
+    void aUserWhoJoinsWhileTheBuildLockIsTakenKeepsTheEngine() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy));
+        engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        // The first look finds no user; one joins before the look under the build lock.
+        EngineUsers joiningDuringThePass = new EngineUsers(locker) {
+            private boolean first = true;
+
+            @Override
+            public boolean anyLive(EngineDir engineDir) {
+                if (first) {
+                    first = false;
+                    boolean live = super.anyLive(engineDir);
+                    try {
+                        user("late");
+                    } catch (IOException e) {
+                        throw new IllegalStateException(e);
+                    }
+                    return live;
+                }
+                return super.anyLive(engineDir);
+            }
+        };
+        PassOutcome outcome = reaper(joiningDuringThePass, TERM, Optional.empty()).pass();
+        assertEquals(PassOutcome.Action.USERS_LIVE, outcome.action());
+        assertEquals("a user joined", outcome.detail());
+        assertTrue(engine.alive());
+    }
+
+    @Test
+    void aBuildLockHeldElsewhereMakesThePassWaitForTheNextTick() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy));
+        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        Reaper reaper = reaper();
+        try (Peer build = Peer.flockHolder(dir.buildLock())) {
+            assertEquals(PassOutcome.Action.BUILD_LOCK_HELD, reaper.pass().action());
+            assertTrue(engine.alive());
+            assertTrue(Files.exists(record));
+        }
+        assertEquals(PassOutcome.Action.STOPPED, reaper.pass().action());
+        assertEquals(143, engine.exitCode(Duration.ofSeconds(10)));
+    }
+
+    @Test
+    void aKeptWarmEngineIsUnloadedOnceAfterTheIdleTimeAndNotStopped() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy));
+        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        Path marker = keepWarm();
+        Reaper reaper = reaper();
+        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        clock.advance(IDLE_TTL.minusSeconds(1));
+        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        clock.advance(Duration.ofSeconds(1));
+        assertEquals(PassOutcome.Action.UNLOADED, reaper.pass().action());
+        engine.await("unloaded");
+        clock.advance(IDLE_TTL.multipliedBy(3));
+        assertEquals(PassOutcome.Action.UNLOADED_EARLIER, reaper.pass().action());
+        assertEquals(1, engine.printed().stream().filter("unloaded"::equals).count(), "unloaded once");
+        assertTrue(engine.alive());
+        assertTrue(Files.exists(record));
+        assertTrue(Files.exists(marker));
+    }
+
+    @Test
+    void aUserComingBackRestartsTheIdleWindow() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy));
+        engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        keepWarm();
+        Reaper reaper = reaper();
+        reaper.pass();
+        clock.advance(IDLE_TTL.minusSeconds(10));
+        Peer user = user("back");
+        assertEquals(PassOutcome.Action.USERS_LIVE, reaper.pass().action());
+        assertTrue(reaper.idleSince().isEmpty());
+        user.kill();
+        clock.advance(Duration.ofSeconds(30));
+        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action(), "the window starts again when the user leaves");
+    }
+
+    @Test
+    void aRefusedUnloadStartsANewIdleWindow() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy), "--refuse-unload");
+        engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        keepWarm();
+        Reaper reaper = reaper();
+        reaper.pass();
+        clock.advance(IDLE_TTL);
+        PassOutcome refused = reaper.pass();
+        assertEquals(PassOutcome.Action.UNLOAD_REFUSED, refused.action());
+        assertTrue(refused.detail().contains("busy loading"), refused.detail());
+        clock.advance(IDLE_TTL.minusSeconds(1));
+        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        clock.advance(Duration.ofSeconds(1));
+        assertEquals(PassOutcome.Action.UNLOAD_REFUSED, reaper.pass().action());
+        assertTrue(engine.alive());
+    }
+
+    @Test
+    void aKeptWarmEngineThatStopsAnsweringIsCleanedUp() throws Exception {
+        FakeEngine engine = engine("--port", "0");
+        Path record = engine.writeRecord(dir.root(), "chat", port(), List.of());
+        Path marker = keepWarm();
+        Reaper reaper = reaper();
+        reaper.pass();
+        clock.advance(IDLE_TTL);
+        PassOutcome outcome = reaper.pass();
+        assertEquals(PassOutcome.Action.STOPPED, outcome.action());
+        assertTrue(outcome.detail().startsWith("it stopped answering"), outcome.detail());
+        assertEquals(143, engine.exitCode(Duration.ofSeconds(10)));
+        assertFalse(Files.exists(record));
+        assertFalse(Files.exists(marker), "stopping deletes every keep-warm marker");
+    }
+
+    @Test
+    void anEngineThatIgnoresSigtermGetsSigkill() throws Exception {
+        FakeEngine engine = engine("--port", "0", "--ignore-term");
+        engine.writeRecord(dir.root(), "chat", port(), List.of());
+        PassOutcome outcome = reaper(new EngineUsers(locker), Duration.ofMillis(300), Optional.empty()).pass();
+        assertEquals(PassOutcome.Action.STOPPED, outcome.action());
+        assertEquals(137, engine.exitCode(Duration.ofSeconds(10)));
+    }
+
+    @Test
+    void anOrphanedLlamaServerOnARecordedPortIsReaped() throws Exception {
+        int memberPort = port();
+        FakeEngine engine = engine("--port", "0", "--server-port", Integer.toString(memberPort));
+        engine.await("server " + memberPort);
+        engine.writeRecord(dir.root(), "chat", port(), List.of(memberPort));
+        long server = llamaServerOn(memberPort).orElseThrow().pid();
+        // llama-swap dies by SIGKILL; its llama-server, in a group of its own, lives on with its memory.
+        ProcessHandle.of(engine.pid()).orElseThrow().destroyForcibly();
+        engine.exitCode(Duration.ofSeconds(10));
+        assertTrue(processes.alive(server));
+        PassOutcome outcome = reaper().pass();
+        assertEquals(PassOutcome.Action.STOPPED, outcome.action());
+        assertTrue(outcome.detail().contains("reaped 1 leftover process"), outcome.detail());
+        assertFalse(processes.alive(server));
+    }
+
+    @Test
+    void aLlamaServerOnAnotherPortIsSpared() throws Exception {
+        int unrecorded = port();
+        FakeEngine other = track(FakeEngine.startLlamaServer(unrecorded));
+        FakeEngine engine = engine("--port", "0");
+        engine.writeRecord(dir.root(), "chat", port(), List.of(port()));
+        Awaits.llamaServer(processes, unrecorded);
+        assertEquals(PassOutcome.Action.STOPPED, reaper().pass().action());
+        assertTrue(other.alive());
+    }
+
+    @Test
+    void aLlamaServerWhoseParentIsALiveLlamaSwapIsSpared() throws Exception {
+        int memberPort = port();
+        // Another llama-swap, not recorded here, runs a llama-server on the port the record names.
+        FakeEngine neighbour = engine("--port", "0", "--server-port", Integer.toString(memberPort));
+        neighbour.await("server " + memberPort);
+        FakeEngine engine = engine("--port", "0");
+        engine.writeRecord(dir.root(), "chat", port(), List.of(memberPort));
+        long server = llamaServerOn(memberPort).orElseThrow().pid();
+        assertEquals(PassOutcome.Action.STOPPED, reaper().pass().action());
+        assertEquals(143, engine.exitCode(Duration.ofSeconds(10)));
+        assertTrue(processes.alive(server));
+        assertTrue(neighbour.alive());
+    }
+
+    @Test
+    void aRecordPointingAtAProcessThatIsNotLlamaSwapIsNeverSignalled() throws Exception {
+        FakeEngine stranger = track(FakeEngine.startStranger("postgres"));
+        Path record = stranger.writeRecord(dir.root(), "chat", port(), List.of());
+        PassOutcome outcome = reaper().pass();
+        assertEquals(PassOutcome.Action.STOPPED, outcome.action());
+        assertTrue(outcome.detail().contains("did not signal: pid " + stranger.pid() + " runs 'postgres'"), outcome.detail());
+        assertTrue(stranger.alive());
+        assertFalse(Files.exists(record), "the record names an engine that is gone");
+    }
+
+    @Test
+    void aRecordWhoseStartTimeDoesNotMatchIsNeverSignalled() throws Exception {
+        FakeEngine engine = engine("--port", "0");
+        Files.writeString(dir.root().resolve("llama-swap.state.chat.1.json"), String.format(java.util.Locale.ROOT,
+                "{\"pid\": %d, \"pgid\": %d, \"created_at\": %.3f}", engine.pid(), engine.pid(), engine.createdAt() - 60));
+        PassOutcome outcome = reaper().pass();
+        assertTrue(outcome.detail().contains("the pid was reused"), outcome.detail());
+        assertTrue(engine.alive());
+    }
+
+    @Test
+    void pidOneAndWardensOwnPidAreNeverSignalled() throws Exception {
+        Files.writeString(dir.root().resolve("llama-swap.state.chat.1.json"), "{\"pid\": 1, \"pgid\": 1}");
+        Files.writeString(dir.root().resolve("llama-swap.state.embed.2.json"),
+                "{\"pid\": " + ProcessHandle.current().pid() + "}");
+        PassOutcome outcome = reaper().pass();
+        assertTrue(outcome.detail().contains("pid 1 is never signalled"), outcome.detail());
+        assertTrue(outcome.detail().contains("is warden itself"), outcome.detail());
+    }
+
+    @Test
+    void aCorruptRecordIsSkippedAndKept() throws Exception {
+        Path corrupt = Files.writeString(dir.root().resolve("llama-swap.state.chat.9.json"), "{\"pid\": ");
+        assertEquals(PassOutcome.Action.NOTHING_TO_DO, reaper().pass().action());
+        assertTrue(Files.exists(corrupt));
+    }
+
+    @Test
+    void anEngineLilbeeDidNotStartIsUnloadedAfterTheIdleTimeAndNeverSignalled() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy));
+        Reaper reaper = reaper(new EngineUsers(locker), TERM, Optional.of(URI.create("http://127.0.0.1:" + proxy)));
+        Peer user = user("lilbee-1");
+        assertEquals(PassOutcome.Action.USERS_LIVE, reaper.pass().action());
+        user.kill();
+        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        clock.advance(IDLE_TTL);
+        assertEquals(PassOutcome.Action.UNLOADED, reaper.pass().action());
+        engine.await("unloaded");
+        assertTrue(engine.alive());
+    }
+
+    @Test
+    void aDryRunSaysWhatItWouldDoAndDoesNothing() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy));
+        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        Peer dead = user("dead");
+        dead.kill();
+        PassOutcome outcome = reaper().dryRun();
+        assertEquals(PassOutcome.Action.STOPPED, outcome.action());
+        assertTrue(outcome.detail().startsWith("would stop 1 engine(s)"), outcome.detail());
+        assertTrue(engine.alive());
+        assertTrue(Files.exists(record));
+        assertTrue(Files.exists(dir.userLock("dead")), "a dry run removes nothing");
+        assertFalse(Files.exists(dir.buildLock()), "a dry run takes no lock");
+    }
+
+    @Test
+    void aNewEngineAfterAStopIsWatchedToo() throws Exception {
+        Reaper reaper = reaper();
+        FakeEngine first = engine("--port", "0");
+        first.writeRecord(dir.root(), "chat", port(), List.of());
+        assertEquals(PassOutcome.Action.STOPPED, reaper.pass().action());
+        FakeEngine second = engine("--port", "0");
+        Peer user = user("again");
+        second.writeRecord(dir.root(), "chat", port(), List.of());
+        assertEquals(PassOutcome.Action.USERS_LIVE, reaper.pass().action());
+        user.kill();
+        assertEquals(PassOutcome.Action.STOPPED, reaper.pass().action());
+        assertEquals(143, second.exitCode(Duration.ofSeconds(10)));
+    }
+
+    private Optional<ProcessInfo> llamaServerOn(int port) {
+        return Awaits.llamaServer(processes, port);
+    }
+
+    /** Waits until a llama-server listens on a port; the fake engine starts it asynchronously. */
+    static final class Awaits {
+        static Optional<ProcessInfo> llamaServer(ProcessTable processes, int port) {
+            Optional<ProcessInfo>[] found = new Optional[] {Optional.empty()};
+            dev.warden.testing.Await.until("a llama-server runs on port " + port, () -> {
+                found[0] = processes.all().stream()
+                        .filter(p -> p.isLlamaServer() && p.port().isPresent() && p.port().getAsInt() == port).findFirst();
+                return found[0].isPresent();
+            });
+            return found[0];
+        }
+    }
+}
