@@ -2,10 +2,8 @@ package dev.warden.api;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.warden.config.WardenConfig;
 import dev.warden.engine.EngineActions;
 import dev.warden.engine.EngineClient;
-import dev.warden.engine.EngineDir;
 import dev.warden.lock.LockException;
 import dev.warden.reaper.ReaperService;
 import io.smallrye.common.annotation.Blocking;
@@ -29,14 +27,12 @@ public class EngineResource {
     private final ApiToken token;
     private final EngineActions actions;
     private final ReaperService reaper;
-    private final WardenConfig config;
     private final ObjectMapper mapper;
 
-    public EngineResource(ApiToken token, EngineActions actions, ReaperService reaper, WardenConfig config, ObjectMapper mapper) {
+    public EngineResource(ApiToken token, EngineActions actions, ReaperService reaper, ObjectMapper mapper) {
         this.token = token;
         this.actions = actions;
         this.reaper = reaper;
-        this.config = config;
         this.mapper = mapper;
     }
 
@@ -48,8 +44,11 @@ public class EngineResource {
         if (refused != null) {
             return refused;
         }
+        if (reaper.dir().isEmpty()) {
+            return notServing();
+        }
         try {
-            List<String> done = actions.stop(dir());
+            List<String> done = actions.stop(reaper.dir().get());
             ObjectNode body = mapper.createObjectNode();
             done.forEach(body.putArray("done")::add);
             return Response.ok(body).build();
@@ -68,13 +67,19 @@ public class EngineResource {
         if (refused != null) {
             return refused;
         }
+        if (reaper.dir().isEmpty()) {
+            return notServing();
+        }
         try {
-            List<EngineClient.UnloadResult> results = actions.unload(dir());
+            List<EngineClient.UnloadResult> results = actions.unload(reaper.dir().get());
             ObjectNode body = mapper.createObjectNode();
-            boolean all = results.stream().allMatch(EngineClient.UnloadResult::unloaded);
+            boolean all = !results.isEmpty() && results.stream().allMatch(EngineClient.UnloadResult::unloaded);
             body.put("unloaded", all);
+            if (results.isEmpty()) {
+                body.put("detail", "no engine is recorded in " + reaper.dir().get().root() + " and warden.engine.url is not set");
+            }
             results.forEach(r -> body.withArray("results").addObject().put("unloaded", r.unloaded()).put("detail", r.detail()));
-            return Response.status(all ? Response.Status.OK : Response.Status.BAD_GATEWAY).entity(body).build();
+            return Response.status(all || results.isEmpty() ? Response.Status.OK : Response.Status.BAD_GATEWAY).entity(body).build();
         } catch (EngineActions.BuildLockBusy e) {
             return error(Response.Status.CONFLICT, e.getMessage());
         } catch (LockException e) {
@@ -82,8 +87,9 @@ public class EngineResource {
         }
     }
 
-    private EngineDir dir() {
-        return reaper.dir().orElseGet(() -> new EngineDir(config.engineDir()));
+    private Response notServing() {
+        return error(Response.Status.SERVICE_UNAVAILABLE, "The reaper is not running: warden serve has not started it"
+                + " (or warden.reaper.enabled is false), so there is no engine dir to act on.");
     }
 
     private Response authorize(String authorization) {

@@ -47,6 +47,11 @@ public class StatusJson {
         return root;
     }
 
+    /** {"error": message}, the shape of every error warden's API answers. */
+    public ObjectNode error(String message) {
+        return mapper.createObjectNode().put("error", message);
+    }
+
     private ObjectNode engine(EngineLook look) {
         ObjectNode engine = mapper.createObjectNode();
         engine.put("dir", look.dir().toString());

@@ -1,6 +1,5 @@
 package dev.warden.api;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
 import dev.warden.engine.EngineDir;
@@ -13,6 +12,7 @@ import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
 import java.util.Optional;
 
 /** {@code GET /api/v1/status}: what {@code warden status --json} shows, plus the reaper's own state. */
@@ -39,9 +39,14 @@ public class StatusResource {
     @GET
     @Blocking
     @Produces(MediaType.APPLICATION_JSON)
-    public ObjectNode status() {
-        LilbeePaths paths = keeper.paths().orElseGet(() -> LilbeePaths.of(config, Optional.empty(), Optional.empty()).canonical());
+    public Response status() {
+        Optional<LilbeePaths> paths = keeper.paths();
+        if (paths.isEmpty()) {
+            return Response.status(Response.Status.SERVICE_UNAVAILABLE)
+                    .entity(json.error("warden is starting: it has not begun to serve yet")).build();
+        }
         EngineDir dir = reaper.dir().orElseGet(() -> new EngineDir(config.engineDir()));
-        return json.document(paths, locks.look(paths), engines.look(dir, config.reaper().lockName()), Optional.of(reaper.status()));
+        return Response.ok(json.document(paths.get(), locks.look(paths.get()),
+                engines.look(dir, config.reaper().lockName()), Optional.of(reaper.status()))).build();
     }
 }

@@ -36,8 +36,14 @@ public final class WardenProcess implements AutoCloseable {
 
     /** {@code warden serve ARGS} with its probes on a free loopback port. */
     public static WardenProcess serve(String name, String... args) throws IOException {
+        return serve(name, List.of(), args);
+    }
+
+    /** {@code warden serve ARGS} with extra {@code -D} settings. */
+    public static WardenProcess serve(String name, List<String> settings, String... args) throws IOException {
         int port = freePort();
         List<String> command = command("-Dquarkus.http.port=" + port, "-Dquarkus.http.host=127.0.0.1");
+        command.addAll(command.size() - 2, settings);
         command.add("serve");
         command.addAll(List.of(args));
         Path log = logFile(name);
@@ -121,6 +127,16 @@ public final class WardenProcess implements AutoCloseable {
         return JSON.readTree(get(path).body());
     }
 
+    /** POSTs to {@code path} with an optional bearer token; returns status and body. */
+    public HttpResponse<String> post(String path, String token) throws IOException, InterruptedException {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.noBody());
+        if (token != null) {
+            request.header("Authorization", "Bearer " + token);
+        }
+        return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
     private HttpResponse<String> get(String path) throws IOException, InterruptedException {
         return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
                 .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
@@ -163,6 +179,32 @@ public final class WardenProcess implements AutoCloseable {
             throw new AssertionError(e.getMessage() + "; last seen " + last[0] + "\nwarden's log:\n" + log(), e);
         }
         return last[0];
+    }
+
+    /** Waits until {@code GET path} answers JSON whose {@code pointer} satisfies {@code test}. */
+    public JsonNode awaitJson(String path, String pointer, java.util.function.Predicate<JsonNode> test) {
+        JsonNode[] last = new JsonNode[1];
+        try {
+            Await.until(path + " " + pointer + " as expected", () -> {
+                try {
+                    last[0] = json(path);
+                    return test.test(last[0].at(pointer));
+                } catch (IOException e) {
+                    return false;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return false;
+                }
+            });
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "; last seen " + last[0] + "\nwarden's log:\n" + log(), e);
+        }
+        return last[0];
+    }
+
+    /** Waits until the reaper has claimed its lock or found another reaper: serve has fully started. */
+    public JsonNode awaitReaper() {
+        return awaitJson("/api/v1/status", "/reaper/detail", d -> !d.asText().isEmpty() && !"not watching".equals(d.asText()));
     }
 
     public String log() {

@@ -1,0 +1,173 @@
+package dev.warden.reaper;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.warden.testing.Await;
+import dev.warden.testing.FakeEngine;
+import dev.warden.testing.Peer;
+import dev.warden.testing.WardenProcess;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The packaged warden's reaper, scheduled as it runs in a pod, against fake engines and lock peers. */
+class ReaperIT {
+
+    @TempDir
+    Path dir;
+
+    private Path engineDir() throws Exception {
+        return Files.createDirectories(dir.resolve("engine/engine-users"));
+    }
+
+    @Test
+    void servingWardenStopsTheEngineOnceItsLastUserIsKilled() throws Exception {
+        Path engine = engineDir().getParent();
+        int proxy = FakeEngine.freePort();
+        try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", Integer.toString(proxy));
+                Peer user = Peer.flockHolder(engine.resolve("engine-users/lilbee-1.lock"));
+                WardenProcess warden = WardenProcess.serve("reaper", "--data-root", dir.resolve("root").toString(),
+                        "--engine-dir", engine.toString())) {
+            Path record = llamaSwap.writeRecord(engine, "chat", proxy, List.of());
+            warden.awaitStatus("/q/health/ready", 200);
+            JsonNode status = warden.awaitReaper();
+            assertEquals("yes", status.at("/engine/records/0/ours").asText(), status.toString());
+            assertTrue(status.at("/engine/records/0/answers").asBoolean());
+            assertEquals("lilbee-1", status.at("/engine/live_users/0").asText());
+            assertTrue(status.at("/reaper/watching").asBoolean(), status.toString());
+
+            user.kill();
+            assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)), warden.log());
+            Await.until("the record is gone", () -> !Files.exists(record));
+            Await.until("status shows the stop", () -> {
+                try {
+                    return "stopped".equals(warden.json("/api/v1/status").at("/reaper/last_action/action").asText());
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+        }
+    }
+
+    @Test
+    void anotherReaperHoldingTheReaperLockKeepsWardenFromActingUntilItExits() throws Exception {
+        Path engine = engineDir().getParent();
+        try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", "0");
+                Peer otherReaper = Peer.flockHolder(engine.resolve("engine-reaper.lock"));
+                WardenProcess warden = WardenProcess.serve("standby-reaper", "--data-root", dir.resolve("root").toString(),
+                        "--engine-dir", engine.toString())) {
+            llamaSwap.writeRecord(engine, "chat", FakeEngine.freePort(), List.of());
+            JsonNode status = warden.awaitReaper();
+            assertFalse(status.at("/reaper/watching").asBoolean(), status.toString());
+            assertTrue(status.at("/reaper/detail").asText().startsWith("another reaper holds"), status.toString());
+            assertTrue(llamaSwap.alive());
+
+            otherReaper.kill();
+            assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)), warden.log());
+        }
+    }
+
+    @Test
+    void readinessIsDownWhileTheRecordedEngineDoesNotAnswer() throws Exception {
+        Path engine = engineDir().getParent();
+        int proxy = FakeEngine.freePort();
+        try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", "0");
+                Peer user = Peer.flockHolder(engine.resolve("engine-users/lilbee-1.lock"));
+                WardenProcess warden = WardenProcess.serve("engine-ready", "--data-root", dir.resolve("root").toString(),
+                        "--engine-dir", engine.toString())) {
+            llamaSwap.writeRecord(engine, "chat", proxy, List.of());
+            warden.awaitStatus("/q/health/live", 200);
+            Await.until("the engine check is DOWN", () -> {
+                try {
+                    for (JsonNode check : warden.json("/q/health/ready").get("checks")) {
+                        if ("engine".equals(check.get("name").asText())) {
+                            return "DOWN".equals(check.get("status").asText()) && check.at("/data/expected").asBoolean();
+                        }
+                    }
+                } catch (Exception e) {
+                    return false;
+                }
+                return false;
+            });
+            assertEquals(503, warden.status("/q/health/ready"));
+            assertEquals(200, warden.status("/q/health/live"), "liveness never depends on the engine");
+        }
+    }
+
+    @Test
+    void engineActionsOverHttpNeedTheBearerToken() throws Exception {
+        Path engine = engineDir().getParent();
+        int proxy = FakeEngine.freePort();
+        try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", Integer.toString(proxy));
+                Peer user = Peer.flockHolder(engine.resolve("engine-users/lilbee-1.lock"))) {
+            llamaSwap.writeRecord(engine, "chat", proxy, List.of());
+            try (WardenProcess open = WardenProcess.serve("no-token", "--data-root", dir.resolve("a").toString(),
+                    "--engine-dir", engine.toString())) {
+                open.awaitReaper();
+                HttpResponse<String> refused = open.post("/api/v1/engine/stop", "anything");
+                assertEquals(403, refused.statusCode());
+                assertTrue(refused.body().contains("set warden.api.token"), refused.body());
+            }
+            Path tokenFile = Files.writeString(dir.resolve("token"), "s3cret\n");
+            try (WardenProcess guarded = WardenProcess.serve("token", List.of("-Dwarden.api.token-file=" + tokenFile),
+                    "--data-root", dir.resolve("b").toString(), "--engine-dir", engine.toString())) {
+                guarded.awaitReaper();
+                assertEquals(401, guarded.post("/api/v1/engine/unload", null).statusCode());
+                assertEquals(401, guarded.post("/api/v1/engine/unload", "s3cre").statusCode());
+                HttpResponse<String> unloaded = guarded.post("/api/v1/engine/unload", "s3cret");
+                assertEquals(200, unloaded.statusCode(), unloaded.body());
+                llamaSwap.await("unloaded");
+                HttpResponse<String> stopped = guarded.post("/api/v1/engine/stop", "s3cret");
+                assertEquals(200, stopped.statusCode(), stopped.body());
+                assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)), "a manual stop acts even with users");
+            }
+        }
+    }
+
+    @Test
+    void theCommandLineReapsOnceAndActsOnTheEngine() throws Exception {
+        Path engine = engineDir().getParent();
+        int proxy = FakeEngine.freePort();
+        try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", Integer.toString(proxy), "--old-api")) {
+            llamaSwap.writeRecord(engine, "chat", proxy, List.of());
+            WardenProcess.Result dry = WardenProcess.run("reap", "--once", "--dry-run", "--engine-dir", engine.toString());
+            assertEquals(0, dry.exitCode(), dry.stderr());
+            assertTrue(dry.stdout().startsWith("dry run: stopped: would stop 1 engine(s)"), dry.stdout());
+            assertTrue(llamaSwap.alive());
+
+            WardenProcess.Result status = WardenProcess.run("status", "--json", "--data-root", dir.resolve("r").toString(),
+                    "--engine-dir", engine.toString());
+            JsonNode json = new ObjectMapper().readTree(status.stdout());
+            assertEquals(llamaSwap.pid(), json.at("/engine/records/0/pid").asLong());
+            assertTrue(json.at("/engine/records/0/answers").asBoolean());
+
+            WardenProcess.Result unload = WardenProcess.run("engine", "unload", "--engine-dir", engine.toString());
+            assertEquals(0, unload.exitCode(), unload.stdout() + unload.stderr());
+            llamaSwap.await("unloaded via GET /unload");
+
+            WardenProcess.Result once = WardenProcess.run("reap", "--once", "--engine-dir", engine.toString());
+            assertEquals(0, once.exitCode(), once.stderr());
+            assertTrue(once.stdout().startsWith("stopped: every user is gone"), once.stdout());
+            assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)));
+        }
+    }
+
+    @Test
+    void aManualStopWaitsForTheBuildLockAndSaysSoWhenItStaysHeld() throws Exception {
+        Path engine = engineDir().getParent();
+        try (Peer build = Peer.flockHolder(engine.resolve("engine.lock"))) {
+            WardenProcess.Result result = WardenProcess.run(java.util.Map.of("WARDEN_ENGINE_BUILD_LOCK_WAIT", "300ms"),
+                    "engine", "stop", "--engine-dir", engine.toString());
+            assertEquals(3, result.exitCode(), result.stderr());
+            assertTrue(result.stderr().contains("stayed held by pid " + build.pid()), result.stderr());
+        }
+    }
+}
