@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.warden.config.LilbeePaths;
 import dev.warden.engine.EngineLook;
 import dev.warden.hold.LockLook;
+import dev.warden.library.LibraryLook;
 import dev.warden.reaper.PassOutcome;
 import dev.warden.reaper.ReaperStatus;
 import jakarta.inject.Singleton;
@@ -23,7 +24,8 @@ public class StatusJson {
     }
 
     /** The reaper's in-memory state is only known to the serving warden; a one-shot look leaves it out. */
-    public ObjectNode document(LilbeePaths lilbee, List<LockLook> locks, EngineLook engine, Optional<ReaperStatus> reaper) {
+    public ObjectNode document(LilbeePaths lilbee, List<LockLook> locks, LibraryLook library, EngineLook engine,
+            Optional<ReaperStatus> reaper) {
         ObjectNode root = mapper.createObjectNode();
         root.put("data_root", lilbee.dataRoot().toString());
         root.put("data_dir", lilbee.dataDir().toString());
@@ -42,6 +44,11 @@ public class StatusJson {
                 owner.pid().ifPresent(pid -> node.put("pid", pid));
             });
         }
+        ObjectNode libraryNode = root.putObject("library");
+        libraryNode.put("sync_running", library.syncRunning());
+        libraryNode.put("reset_running", library.resetRunning());
+        libraryNode.put("write_lock", library.writeLock());
+        library.error().ifPresent(e -> libraryNode.put("error", e));
         root.set("engine", engine(engine));
         reaper.ifPresent(r -> root.set("reaper", reaper(r)));
         return root;

@@ -6,6 +6,7 @@ import dev.warden.engine.EngineDir;
 import dev.warden.engine.EngineInspector;
 import dev.warden.hold.LockInspector;
 import dev.warden.hold.LockKeeper;
+import dev.warden.library.LibraryLocks;
 import dev.warden.reaper.ReaperService;
 import io.smallrye.common.annotation.Blocking;
 import jakarta.ws.rs.GET;
@@ -25,9 +26,11 @@ public class StatusResource {
     private final ReaperService reaper;
     private final StatusJson json;
     private final WardenConfig config;
+    private final LibraryLocks library;
 
     public StatusResource(LockKeeper keeper, LockInspector locks, EngineInspector engines, ReaperService reaper,
-            StatusJson json, WardenConfig config) {
+            StatusJson json, WardenConfig config, LibraryLocks library) {
+        this.library = library;
         this.keeper = keeper;
         this.locks = locks;
         this.engines = engines;
@@ -47,6 +50,7 @@ public class StatusResource {
         }
         EngineDir dir = reaper.dir().orElseGet(() -> new EngineDir(config.engineDir()));
         return Response.ok(json.document(paths.get(), locks.look(paths.get()),
+                library.look(paths.get().dataRoot(), LilbeePaths.lancedbDir(config, paths.get().dataRoot())),
                 engines.look(dir, config.reaper().lockName()), Optional.of(reaper.status()))).build();
     }
 }

@@ -8,6 +8,8 @@ import dev.warden.engine.EngineInspector;
 import dev.warden.engine.EngineLook;
 import dev.warden.hold.LockInspector;
 import dev.warden.hold.LockLook;
+import dev.warden.library.LibraryLocks;
+import dev.warden.library.LibraryLook;
 import jakarta.inject.Inject;
 import java.io.PrintWriter;
 import java.util.List;
@@ -23,7 +25,8 @@ import picocli.CommandLine.Spec;
             "Look once at every lock: free, held (with the holder's pid where the kernel's lock table"
                     + " shows it, and the scope's owner), or absent; and at the engine dir: live users,"
                     + " keep-warm markers, each recorded llama-swap (is the pid still ours, does it answer),"
-                    + " and who holds the reaper lock.",
+                    + " and who holds the reaper lock; and at the library: is a sync or a reset running, is"
+                    + " the LanceDB write lock held.",
             "Creates and deletes nothing; a free lock is taken and let go at once. The reaper's own"
                     + " state (idle since, last action) lives in the serving warden: GET /api/v1/status.",
         },
@@ -56,6 +59,9 @@ public class StatusCommand implements Callable<Integer> {
     StatusJson statusJson;
 
     @Inject
+    LibraryLocks library;
+
+    @Inject
     ObjectMapper mapper;
 
     @Override
@@ -63,10 +69,11 @@ public class StatusCommand implements Callable<Integer> {
         LilbeePaths lilbee = paths.resolve(config).canonical();
         List<LockLook> looks = inspector.look(lilbee);
         EngineLook engineLook = engines.look(engine.resolve(config), config.reaper().lockName());
+        LibraryLook libraryLook = library.look(lilbee.dataRoot(), LilbeePaths.lancedbDir(config, lilbee.dataRoot()));
         PrintWriter out = spec.commandLine().getOut();
         if (json) {
             out.println(mapper.writerWithDefaultPrettyPrinter().writeValueAsString(
-                    statusJson.document(lilbee, looks, engineLook, java.util.Optional.empty())));
+                    statusJson.document(lilbee, looks, libraryLook, engineLook, java.util.Optional.empty())));
         } else {
             out.printf("data root  %s%n", lilbee.dataRoot());
             out.printf("data dir   %s%n", lilbee.dataDir());
@@ -74,6 +81,10 @@ public class StatusCommand implements Callable<Integer> {
             for (LockLook look : looks) {
                 out.printf("%-10s %s: %s%n", look.kind().label(), look.path(), describe(look));
             }
+            out.printf("sync       %s%n", libraryLook.error().map(e -> "unknown: " + e)
+                    .orElse(libraryLook.syncRunning() ? "a sync or import is running" : "none running"));
+            out.printf("reset      %s%n", libraryLook.resetRunning() ? "a reset is running" : "none running");
+            out.printf("write lock %s%n", libraryLook.writeLock());
             out.printf("engine dir %s%n", engineLook.dir());
             out.printf("users      %s%n", engineLook.liveUsers().isEmpty() ? "none live" : String.join(", ", engineLook.liveUsers()));
             out.printf("keep-warm  %s%n", engineLook.keepWarmMarkers().isEmpty() ? "no" : String.join(", ", engineLook.keepWarmMarkers()));

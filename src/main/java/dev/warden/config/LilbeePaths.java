@@ -28,6 +28,11 @@ public record LilbeePaths(Path dataRoot, Path dataDir, Optional<Path> scopeDir) 
                 scope.map(p -> p.toAbsolutePath().normalize()));
     }
 
+    /** lilbee's LanceDB dir: {@code warden.lancedb-dir}, else {@code <data root>/data/lancedb}. */
+    public static Path lancedbDir(WardenConfig config, Path dataRoot) {
+        return config.lancedbDir().orElse(dataRoot.resolve("data").resolve("lancedb")).toAbsolutePath().normalize();
+    }
+
     public Path serverLock() {
         return dataDir.resolve(SERVER_LOCK);
     }

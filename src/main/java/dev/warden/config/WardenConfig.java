@@ -36,6 +36,13 @@ public interface WardenConfig {
     Optional<Path> scopeDir();
 
     /**
+     * The LanceDB dir whose {@code .lock} is lilbee's write lock: {@code $LILBEE_LANCEDB_DIR}, else
+     * {@code <data-root>/data/lancedb}.
+     */
+    @WithDefault("${LILBEE_LANCEDB_DIR:}")
+    Optional<Path> lancedbDir();
+
+    /**
      * The engine dir lilbee's llama-swap fleet lives in: {@code $LILBEE_ENGINE_DIR}, else
      * {@code $XDG_STATE_HOME/lilbee/engine}, else {@code ~/.local/state/lilbee/engine}.
      */

@@ -50,10 +50,11 @@ public class EngineUsers {
     }
 
     /**
-     * Becomes a user: holds {@code engine-users/<id>.lock} until closed. The reaper never stops an
-     * engine while this is held.
+     * Becomes a user: holds {@code engine-users/<id>.lock} until closed, when the file is removed
+     * too (a user that dies instead leaves it to the reaper). The reaper never stops an engine
+     * while this is held.
      */
-    public HeldLock join(EngineDir dir, String id) throws LockException {
+    public AutoCloseable join(EngineDir dir, String id) throws LockException {
         if (!id.matches("[A-Za-z0-9_.-]+") || id.startsWith(".")) {
             throw new IllegalArgumentException("An engine user id is letters, digits, '.', '_' and '-', got '" + id + "'");
         }
@@ -63,8 +64,16 @@ public class EngineUsers {
             throw new LockException("Cannot create " + dir.usersDir() + " (" + e + "): check the engine dir's volume.", e);
         }
         Path lock = dir.userLock(id);
-        return locker.tryLock(lock).orElseThrow(() -> new LockException(
+        HeldLock held = locker.tryLock(lock).orElseThrow(() -> new LockException(
                 "Another process already holds " + lock + ": pick another engine user id."));
+        return () -> {
+            // Removed while still held, so no one can take it in between and be removed with it.
+            try {
+                Files.deleteIfExists(lock);
+            } finally {
+                held.close();
+            }
+        };
     }
 
     private boolean live(Path lock, boolean removeDead) {

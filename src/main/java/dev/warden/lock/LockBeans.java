@@ -20,6 +20,12 @@ public class LockBeans {
 
     @Produces
     @Singleton
+    SyncMark syncMark() {
+        return new SyncMark();
+    }
+
+    @Produces
+    @Singleton
     ProcLocks procLocks() {
         return new ProcLocks();
     }

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.lock.FileLocker;
-import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
 import dev.warden.lock.NativePosix;
 import dev.warden.testing.Peer;
@@ -58,10 +57,11 @@ class EngineUsersTest {
     @Test
     void joiningMakesWardenAUserOtherProcessesSee() throws Exception {
         EngineDir dir = new EngineDir(root);
-        try (HeldLock held = users.join(dir, "warden-exec")) {
+        try (AutoCloseable held = users.join(dir, "warden-exec")) {
             assertFalse(Peer.flockCanTake(dir.userLock("warden-exec")));
             assertThrows(LockException.class, () -> users.join(dir, "warden-exec"));
         }
+        assertFalse(Files.exists(dir.userLock("warden-exec")), "a user that leaves removes its lock file");
         assertThrows(IllegalArgumentException.class, () -> users.join(dir, "../escape"));
     }
 

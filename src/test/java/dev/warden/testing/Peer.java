@@ -56,6 +56,55 @@ public final class Peer implements AutoCloseable {
     }
 
     /**
+     * Python's stdlib sqlite3 running filelock's ReadWriteLock statements on {@code file}: {@code read}
+     * ({@code BEGIN TRANSACTION; SELECT name FROM sqlite_schema LIMIT 1;}) or {@code write}
+     * ({@code BEGIN EXCLUSIVE TRANSACTION;}) after {@code PRAGMA busy_timeout} and
+     * {@code journal_mode=MEMORY}. Prints "trying", then "locked" (and holds until killed) or
+     * "busy ..." and exits 7.
+     */
+    public static Peer pythonSqlite(Path file, String mode, long busyTimeoutMs) throws IOException {
+        assumePython();
+        String script = String.join("\n",
+                "import sqlite3, sys",
+                "con = sqlite3.connect(sys.argv[1], isolation_level=None)",
+                "print('trying', flush=True)",
+                "try:",
+                "    con.execute('PRAGMA busy_timeout=%d;' % int(sys.argv[3]))",
+                "    con.execute('PRAGMA journal_mode=MEMORY;')",
+                "    if sys.argv[2] == 'read':",
+                "        con.execute('BEGIN TRANSACTION;')",
+                "        con.execute('SELECT name FROM sqlite_schema LIMIT 1;').fetchall()",
+                "    else:",
+                "        con.execute('BEGIN EXCLUSIVE TRANSACTION;')",
+                "except sqlite3.OperationalError as e:",
+                "    print('busy', e, flush=True)",
+                "    sys.exit(7)",
+                "print('locked', flush=True)",
+                "sys.stdin.read()");
+        return new Peer(List.of("python3", "-c", script, file.toString(), mode, Long.toString(busyTimeoutMs)));
+    }
+
+    /** The sqlite3 command-line shell holding {@code BEGIN EXCLUSIVE} on {@code file} until killed. */
+    public static Peer sqliteShellWriter(Path file) throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(new java.io.File("/usr/bin/sqlite3").canExecute()
+                || commandExists("sqlite3"), "the sqlite3 shell is not installed");
+        Peer peer = new Peer(List.of("sqlite3", file.toString()));
+        var in = peer.process.getOutputStream();
+        in.write("PRAGMA journal_mode=MEMORY;\nBEGIN EXCLUSIVE TRANSACTION;\n.print locked\n".getBytes());
+        in.flush();
+        peer.awaitLine("locked", Duration.ofSeconds(10));
+        return peer;
+    }
+
+    private static boolean commandExists(String name) {
+        try {
+            return run(Duration.ofSeconds(10), "sh", "-c", "command -v " + name) == 0;
+        } catch (IOException | InterruptedException e) {
+            return false;
+        }
+    }
+
+    /**
      * Skips the calling test, saying why, where no python3 is installed: the default suite needs
      * only a JDK and util-linux, and .ci/run installs Python so CI always runs these.
      */

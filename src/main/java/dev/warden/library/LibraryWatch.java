@@ -1,0 +1,39 @@
+package dev.warden.library;
+
+import dev.warden.config.LilbeePaths;
+import dev.warden.config.WardenConfig;
+import dev.warden.hold.LockKeeper;
+import io.quarkus.scheduler.Scheduled;
+import jakarta.inject.Singleton;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * Looks at the library's locks now and then while warden serves, for the readiness probe's data
+ * (informational: it never changes UP or DOWN). A look takes the sync mark for an instant, which
+ * would refuse a lilbee reset asked for in that instant, so it is rare: every 5 s.
+ */
+@Singleton
+public class LibraryWatch {
+
+    private final LockKeeper keeper;
+    private final LibraryLocks library;
+    private final WardenConfig config;
+    private final AtomicReference<Optional<LibraryLook>> last = new AtomicReference<>(Optional.empty());
+
+    public LibraryWatch(LockKeeper keeper, LibraryLocks library, WardenConfig config) {
+        this.keeper = keeper;
+        this.library = library;
+        this.config = config;
+    }
+
+    public Optional<LibraryLook> last() {
+        return last.get();
+    }
+
+    @Scheduled(every = "5s", delayed = "1s", concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
+    void look() {
+        keeper.paths().ifPresent(paths -> last.set(Optional.of(
+                library.look(paths.dataRoot(), LilbeePaths.lancedbDir(config, paths.dataRoot())))));
+    }
+}

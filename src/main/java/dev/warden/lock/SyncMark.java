@@ -1,0 +1,178 @@
+package dev.warden.lock;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * lilbee's sync mark: filelock's {@code ReadWriteLock}, a SQLite database whose transactions are
+ * the lock. Syncs and imports share the read mark ({@code BEGIN TRANSACTION; SELECT ...}, a
+ * SHARED lock); a reset takes the write mark ({@code BEGIN EXCLUSIVE TRANSACTION}) without
+ * waiting. The same statements run here, through SQLite itself, on a connection of their own, so
+ * warden's marks and lilbee's exclude each other.
+ */
+public class SyncMark {
+
+    /** SQLite's "database is locked" and "table is locked" result codes: another holder. */
+    private static final int SQLITE_BUSY = 5;
+    private static final int SQLITE_LOCKED = 6;
+    /** sqlite3_busy_timeout takes a C int; filelock caps it below that too (about 23 days). */
+    private static final long MAX_BUSY_TIMEOUT_MS = 2_000_000_000L - 1;
+    /** How long lilbee's lockability probe may wait for its own fresh file: any wait means it cannot lock. */
+    public static final Duration PROBE_TIMEOUT = Duration.ofMillis(300);
+
+    /** A held mark; closing rolls the transaction back and closes its connection. Closing twice is harmless. */
+    public static final class Held implements AutoCloseable {
+        private final Connection connection;
+        private boolean open = true;
+
+        private Held(Connection connection) {
+            this.connection = connection;
+        }
+
+        @Override
+        public synchronized void close() {
+            if (!open) {
+                return;
+            }
+            open = false;
+            try (Statement statement = connection.createStatement()) {
+                statement.execute("ROLLBACK");
+            } catch (SQLException e) {
+                // the transaction is gone either way once the connection closes
+            } finally {
+                try {
+                    connection.close();
+                } catch (SQLException e) {
+                    // nothing more to release
+                }
+            }
+        }
+    }
+
+    /** The mark is held by another process: a reset (for a read) or a sync (for a write). */
+    public static final class Busy extends Exception {
+        public Busy(String message) {
+            super(message);
+        }
+    }
+
+    /** The file cannot be locked at all: not a database, a filesystem without POSIX locks, no permission. */
+    public static final class Unlockable extends Exception {
+        public Unlockable(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /**
+     * Takes the read mark, waiting up to {@code timeout} while a reset holds the write mark. Any
+     * number of readers share it, across processes.
+     */
+    public Held read(Path file, Duration timeout) throws Busy, Unlockable {
+        Connection connection = open(file, timeout, "a reset holds " + file);
+        try (Statement statement = connection.createStatement()) {
+            statement.execute("BEGIN TRANSACTION");
+            try (ResultSet rows = statement.executeQuery("SELECT name FROM sqlite_schema LIMIT 1")) {
+                rows.next();
+            }
+            return new Held(connection);
+        } catch (SQLException e) {
+            return fail(connection, file, e, "a reset holds " + file);
+        }
+    }
+
+    /** Takes the write mark now or not at all: refused while any reader (or another writer) holds it. */
+    public Held write(Path file) throws Busy, Unlockable {
+        Connection connection = open(file, Duration.ZERO, "a sync, an import or a reset holds " + file);
+        try (Statement statement = connection.createStatement()) {
+            statement.execute("BEGIN EXCLUSIVE TRANSACTION");
+            return new Held(connection);
+        } catch (SQLException e) {
+            return fail(connection, file, e, "a sync, an import or a reset holds " + file);
+        }
+    }
+
+    /** Takes the read mark without waiting: how a look tells a running sync from a running reset. */
+    public Optional<Held> tryRead(Path file) throws Unlockable {
+        try {
+            return Optional.of(read(file, Duration.ZERO));
+        } catch (Busy e) {
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * Whether {@code dir}'s filesystem can hold a SQLite lock: a fresh {@code sync.probe.<hex>}
+     * database is locked exclusively within {@link #PROBE_TIMEOUT}, then deleted (with any journal),
+     * so no probe is ever left behind.
+     *
+     * @return empty when it can; otherwise what went wrong
+     */
+    public Optional<String> probe(Path dir) {
+        Path probe = dir.resolve("sync.probe." + UUID.randomUUID().toString().replace("-", ""));
+        try {
+            Connection connection = open(probe, PROBE_TIMEOUT, "the probe " + probe + " is held");
+            try (Statement statement = connection.createStatement()) {
+                statement.execute("BEGIN EXCLUSIVE TRANSACTION");
+                return Optional.empty();
+            } catch (SQLException e) {
+                return Optional.of(e.getMessage());
+            } finally {
+                new Held(connection).close();
+            }
+        } catch (Busy | Unlockable e) {
+            return Optional.of(e.getMessage());
+        } finally {
+            for (String suffix : new String[] {"", "-journal", "-wal", "-shm"}) {
+                try {
+                    Files.deleteIfExists(probe.resolveSibling(probe.getFileName() + suffix));
+                } catch (IOException e) {
+                    // a probe that cannot be deleted is reported by the caller's next look
+                }
+            }
+        }
+    }
+
+    private static Connection open(Path file, Duration busyTimeout, String busyMessage) throws Busy, Unlockable {
+        Connection connection;
+        try {
+            connection = DriverManager.getConnection("jdbc:sqlite:" + file);
+        } catch (SQLException e) {
+            throw new Unlockable(file + " cannot be opened (" + e.getMessage() + ")", e);
+        }
+        try (Statement statement = connection.createStatement()) {
+            // Always set: the driver's own default would wait 3 s where the caller asked otherwise.
+            statement.execute("PRAGMA busy_timeout=" + Math.min(MAX_BUSY_TIMEOUT_MS, Math.max(0, busyTimeout.toMillis())));
+            statement.execute("PRAGMA journal_mode=MEMORY");
+            return connection;
+        } catch (SQLException e) {
+            return fail(connection, file, e, busyMessage);
+        }
+    }
+
+    /** Closes the half-opened connection and throws what {@code e} means: another holder, or no lock at all. */
+    private static <T> T fail(Connection connection, Path file, SQLException e, String busyMessage) throws Busy, Unlockable {
+        try {
+            connection.close();
+        } catch (SQLException ignored) {
+            // closing releases whatever was half taken
+        }
+        if (isBusy(e)) {
+            throw new Busy(busyMessage);
+        }
+        throw new Unlockable(file + " cannot be locked (" + e.getMessage() + ")", e);
+    }
+
+    private static boolean isBusy(SQLException e) {
+        int code = e.getErrorCode() & 0xff;
+        return code == SQLITE_BUSY || code == SQLITE_LOCKED;
+    }
+}

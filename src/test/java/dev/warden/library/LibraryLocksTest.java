@@ -1,0 +1,196 @@
+package dev.warden.library;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.warden.lock.FileLocker;
+import dev.warden.lock.NativePosix;
+import dev.warden.lock.SyncMark;
+import dev.warden.testing.Await;
+import dev.warden.testing.Peer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The sync mark and the LanceDB write lock against Python's sqlite3, the sqlite3 shell and flock(1). */
+class LibraryLocksTest {
+
+    @TempDir
+    Path root;
+
+    private final FileLocker locker = new FileLocker(new NativePosix());
+    private final LibraryLocks library = new LibraryLocks(locker, new SyncMark());
+
+    private Path syncLock() {
+        return root.resolve("sync.lock");
+    }
+
+    @Test
+    void aPythonSyncMakesAJavaResetRefuse() throws Exception {
+        library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow().close();
+        try (Peer python = Peer.pythonSqlite(syncLock(), "read", 5000)) {
+            python.awaitLine("locked", Duration.ofSeconds(20));
+            ResetRefusedException e = assertThrows(ResetRefusedException.class, () -> library.noSyncRunning(root));
+            assertEquals("A sync or import is running on this library. Reset again when it finishes.", e.getMessage());
+        }
+        library.noSyncRunning(root).close();
+    }
+
+    @Test
+    void aJavaSyncMakesAPythonResetRefuse() throws Exception {
+        try (SyncMark.Held sync = library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow();
+                Peer python = Peer.pythonSqlite(syncLock(), "write", 0)) {
+            List<String> lines = python.awaitLine("trying", Duration.ofSeconds(20));
+            assertEquals(7, python.process().waitFor(), "filelock's non-blocking write must be refused: " + lines);
+        }
+    }
+
+    @Test
+    void aJavaResetMakesAPythonSyncWaitUntilItEnds() throws Exception {
+        SyncMark.Held reset = library.noSyncRunning(root);
+        try (Peer python = Peer.pythonSqlite(syncLock(), "read", 20_000)) {
+            python.awaitLine("trying", Duration.ofSeconds(20));
+            assertFalse(python.process().waitFor(300, java.util.concurrent.TimeUnit.MILLISECONDS),
+                    "the sync must still be waiting, not refused");
+            reset.close();
+            python.awaitLine("locked", Duration.ofSeconds(20));
+        }
+    }
+
+    @Test
+    void syncsShareTheMarkAcrossProcesses() throws Exception {
+        try (SyncMark.Held javaSync = library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow();
+                Peer python = Peer.pythonSqlite(syncLock(), "read", 0)) {
+            python.awaitLine("locked", Duration.ofSeconds(20));
+            LibraryLook look = library.look(root, root.resolve("lancedb"));
+            assertTrue(look.syncRunning());
+            assertFalse(look.resetRunning());
+        }
+    }
+
+    @Test
+    void theSqliteShellsExclusiveTransactionIsAReset() throws Exception {
+        Files.createDirectories(root);
+        library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow().close();
+        try (Peer shell = Peer.sqliteShellWriter(syncLock())) {
+            LockTimeoutException e = assertThrows(LockTimeoutException.class,
+                    () -> library.syncRunning(root, Duration.ofMillis(200)));
+            assertTrue(e.getMessage().startsWith("A reset is running on " + root), e.getMessage());
+            assertThrows(ResetRefusedException.class, () -> library.noSyncRunning(root));
+            LibraryLook look = library.look(root, root.resolve("lancedb"));
+            assertTrue(look.resetRunning());
+            assertFalse(look.syncRunning());
+        }
+    }
+
+    @Test
+    void aJavaSyncMakesTheSqliteShellsExclusiveTransactionFail() throws Exception {
+        try (SyncMark.Held sync = library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow()) {
+            Peer.sqliteShellWriter(root.resolve("other.db")).close(); // skips here when the shell is missing
+            Process shell = new ProcessBuilder("sqlite3", syncLock().toString(), "BEGIN EXCLUSIVE TRANSACTION;")
+                    .redirectErrorStream(true).start();
+            String out = new String(shell.getInputStream().readAllBytes());
+            shell.waitFor();
+            assertTrue(out.contains("database is locked"), out);
+        }
+    }
+
+    @Test
+    void aSyncLockThatIsNotADatabaseRefusesAResetNamingTheFix() throws Exception {
+        Files.writeString(syncLock(), "this is not a database, it is a note someone left here".repeat(40));
+        ResetRefusedException e = assertThrows(ResetRefusedException.class, () -> library.noSyncRunning(root));
+        assertTrue(e.getMessage().startsWith("Cannot tell whether a sync or import is running: " + syncLock()
+                + " cannot be locked ("), e.getMessage());
+        assertTrue(e.getMessage().endsWith("Stop every lilbee process, delete " + syncLock() + ", and reset again."),
+                e.getMessage());
+        assertEquals(Optional.empty(), library.syncRunning(root, Duration.ofSeconds(1)), "a sync runs unmarked");
+        assertTrue(library.look(root, root.resolve("lancedb")).error().isPresent());
+    }
+
+    @Test
+    void aFilesystemThatRefusesTheLockRefusesAResetAndLetsASyncRunUnmarked() throws Exception {
+        SyncMark refusing = new SyncMark() {
+            @Override
+            public Optional<String> probe(Path dir) {
+                return Optional.of("disk I/O error");
+            }
+        };
+        LibraryLocks onNfs = new LibraryLocks(locker, refusing);
+        ResetRefusedException e = assertThrows(ResetRefusedException.class, () -> onNfs.noSyncRunning(root));
+        assertTrue(e.getMessage().contains(syncLock() + " cannot be locked (disk I/O error)"), e.getMessage());
+        assertEquals(Optional.empty(), onNfs.syncRunning(root, Duration.ofSeconds(1)));
+    }
+
+    @Test
+    void theLockabilityProbeLeavesNoFileBehind() throws Exception {
+        assertEquals(Optional.empty(), new SyncMark().probe(root));
+        library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow().close();
+        library.noSyncRunning(root).close();
+        try (Stream<Path> files = Files.list(root)) {
+            assertEquals(List.of(syncLock()), files.toList());
+        }
+    }
+
+    @Test
+    void aProbeInADirectoryThatDoesNotExistSaysWhy() {
+        assertTrue(new SyncMark().probe(root.resolve("missing")).isPresent());
+    }
+
+    @Test
+    void theWriteLockIsAFlockOnTheLancedbLockFileAndCreatesItsDirectory() throws Exception {
+        Path lancedb = root.resolve("data/lancedb");
+        try (LibraryLocks.WriteHold hold = library.writeLock(lancedb, Duration.ofSeconds(1))) {
+            assertFalse(Peer.flockCanTake(lancedb.resolve(".lock")));
+            assertEquals("held", library.look(root, lancedb).writeLock());
+        }
+        assertTrue(Peer.flockCanTake(lancedb.resolve(".lock")));
+    }
+
+    @Test
+    void aWriteLockHeldByAnotherProcessTimesOutInTheFileStage() throws Exception {
+        Path lancedb = Files.createDirectories(root.resolve("lancedb"));
+        try (Peer holder = Peer.flockHolder(lancedb.resolve(".lock"))) {
+            LockTimeoutException e = assertThrows(LockTimeoutException.class, () -> library.writeLock(lancedb, Duration.ofMillis(200)));
+            assertTrue(e.getMessage().startsWith("Timed out waiting for exclusive file lock"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aWriterInThisProcessTimesOutInTheMutexStageAndTheFileLockIsLetGo() throws Exception {
+        ReentrantLock mutex = new ReentrantLock();
+        LibraryLocks locks = new LibraryLocks(locker, new SyncMark(), mutex);
+        Path lancedb = root.resolve("lancedb");
+        Thread holder = Thread.ofPlatform().start(mutex::lock);
+        holder.join();
+        LockTimeoutException e = assertThrows(LockTimeoutException.class, () -> locks.writeLock(lancedb, Duration.ofMillis(200)));
+        assertEquals("Timed out waiting for write lock (another writer in this process holds it)", e.getMessage());
+        assertTrue(Peer.flockCanTake(lancedb.resolve(".lock")), "the file stage's lock is released on a mutex timeout");
+    }
+
+    @Test
+    void theMutexGetsAtLeastATenthOfASecondWhenTheFileStageUsedTheWholeBudget() throws Exception {
+        ReentrantLock mutex = new ReentrantLock();
+        LibraryLocks locks = new LibraryLocks(locker, new SyncMark(), mutex);
+        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+        Thread writer = Thread.ofPlatform().start(() -> {
+            mutex.lock();
+            held.countDown();
+            // let go only once the lock below is waiting for the mutex: with no floor it would never wait
+            Await.until("a writer waits for the mutex", mutex::hasQueuedThreads);
+            mutex.unlock();
+        });
+        held.await();
+        try (LibraryLocks.WriteHold hold = locks.writeLock(root.resolve("lancedb"), Duration.ZERO)) {
+            assertTrue(mutex.isHeldByCurrentThread());
+        }
+        writer.join();
+    }
+}
