@@ -36,6 +36,21 @@ class ServeIT {
             JsonNode look = new com.fasterxml.jackson.databind.ObjectMapper().readTree(status.stdout());
             assertEquals("held", look.at("/locks/0/state").asText());
             assertEquals(warden.pid(), look.at("/locks/0/holder_pid").asLong());
+            assertFalse(look.at("/library/sync_running").asBoolean());
+
+            // A Python sync shows in the readiness data, and changes nothing about readiness.
+            try (Peer sync = Peer.pythonSqlite(root.resolve("sync.lock"), "read", 5000)) {
+                sync.awaitLine("locked", java.time.Duration.ofSeconds(20));
+                warden.awaitJson("/q/health/ready", "/checks", checks -> {
+                    for (JsonNode check : checks) {
+                        if ("library".equals(check.path("name").asText())) {
+                            return check.at("/data/sync-running").asBoolean();
+                        }
+                    }
+                    return false;
+                });
+                assertEquals(200, warden.status(READY));
+            }
         }
     }
 

@@ -1,0 +1,185 @@
+package dev.warden.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.warden.engine.EngineDir;
+import dev.warden.engine.EngineUsers;
+import dev.warden.library.LibraryLocks;
+import dev.warden.library.LockTimeoutException;
+import dev.warden.library.ResetRefusedException;
+import dev.warden.lock.FileLocker;
+import dev.warden.lock.NativePosix;
+import dev.warden.lock.SyncMark;
+import dev.warden.testing.Await;
+import dev.warden.testing.Peer;
+import dev.warden.testing.WardenProcess;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code warden exec}: the packaged warden holding lilbee's locks around a real command. */
+class ExecIT {
+
+    @TempDir
+    Path root;
+
+    private final LibraryLocks library = new LibraryLocks(new FileLocker(new NativePosix()), new SyncMark());
+
+    /** warden exec in the background, its stdout read line by line. */
+    private static final class Running implements AutoCloseable {
+        final Process process;
+        final BufferedReader out;
+
+        Running(String... args) throws Exception {
+            List<String> command = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
+                    "-jar", System.getProperty("warden.it.jar", "target/quarkus-app/quarkus-run.jar"), "exec"));
+            command.addAll(List.of(args));
+            process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            out = new BufferedReader(new InputStreamReader(process.getInputStream()));
+        }
+
+        void awaitLine(String expected) throws Exception {
+            String line;
+            while ((line = out.readLine()) != null) {
+                if (line.equals(expected)) {
+                    return;
+                }
+            }
+            throw new AssertionError("exec ended before printing " + expected);
+        }
+
+        int exitCode() throws InterruptedException {
+            assertTrue(process.waitFor(30, TimeUnit.SECONDS), "warden exec did not end");
+            return process.exitValue();
+        }
+
+        @Override
+        public void close() {
+            process.descendants().forEach(ProcessHandle::destroyForcibly);
+            process.destroyForcibly();
+        }
+    }
+
+    @Test
+    void theCommandRunsUnderTheLocksAndItsExitCodePassesThrough() throws Exception {
+        Path data = root.resolve("data");
+        WardenProcess.Result result = WardenProcess.run("exec", "--hold", "data-dir,write", "--data-root", root.toString(), "--",
+                "sh", "-c", "flock -n " + data.resolve("server.lock") + " true; echo data-dir=$?;"
+                        + " flock -n " + data.resolve("lancedb/.lock") + " true; echo write=$?; exit 7");
+        assertEquals(7, result.exitCode(), result.stderr());
+        assertTrue(result.stdout().contains("data-dir=1"), result.stdout());
+        assertTrue(result.stdout().contains("write=1"), result.stdout());
+        assertTrue(Peer.flockCanTake(data.resolve("server.lock")), "released when the command ends");
+        assertTrue(Peer.flockCanTake(data.resolve("lancedb/.lock")));
+    }
+
+    @Test
+    void aHeldLockEndsExecWithThreeNamingTheHolder() throws Exception {
+        Path lock = Files.createDirectories(root.resolve("data")).resolve("server.lock");
+        try (Peer holder = Peer.flockHolder(lock)) {
+            WardenProcess.Result result = WardenProcess.run("exec", "--hold", "data-dir", "--wait", "200ms",
+                    "--data-root", root.toString(), "--", "sh", "-c", "echo ran");
+            assertEquals(3, result.exitCode());
+            assertFalse(result.stdout().contains("ran"), "the command must not run without its lock");
+            assertTrue(result.stderr().contains("held by pid " + holder.pid()), result.stderr());
+        }
+    }
+
+    @Test
+    void aResetIsRefusedWhileAPythonSyncRuns() throws Exception {
+        library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow().close();
+        try (Peer sync = Peer.pythonSqlite(root.resolve("sync.lock"), "read", 0)) {
+            sync.awaitLine("locked", Duration.ofSeconds(20));
+            WardenProcess.Result result = WardenProcess.run("exec", "--hold", "reset", "--data-root", root.toString(),
+                    "--", "true");
+            assertEquals(3, result.exitCode());
+            assertTrue(result.stderr().contains("A sync or import is running on this library."), result.stderr());
+        }
+    }
+
+    @Test
+    void eachMarkHeldByExecIsSeenByAnotherJavaProcess() throws Exception {
+        try (Running sync = new Running("--hold", "sync", "--data-root", root.toString(), "--", "sh", "-c", "echo held; exec sleep 600")) {
+            sync.awaitLine("held");
+            assertThrows(ResetRefusedException.class, () -> library.noSyncRunning(root));
+        }
+        try (Running reset = new Running("--hold", "reset", "--data-root", root.toString(), "--", "sh", "-c", "echo held; exec sleep 600")) {
+            reset.awaitLine("held");
+            assertThrows(LockTimeoutException.class, () -> library.syncRunning(root, Duration.ofMillis(200)));
+        }
+        Await.until("the reset's mark is released with its process", () -> {
+            try {
+                library.syncRunning(root, Duration.ofMillis(100)).ifPresent(SyncMark.Held::close);
+                return true;
+            } catch (LockTimeoutException e) {
+                return false;
+            }
+        });
+    }
+
+    @Test
+    void anEngineUserHeldByExecKeepsTheReaperAway() throws Exception {
+        Path engine = root.resolve("engine");
+        try (Running user = new Running("--hold", "engine-user", "--engine-dir", engine.toString(), "--",
+                "sh", "-c", "echo held; exec sleep 600")) {
+            user.awaitLine("held");
+            assertTrue(new EngineUsers(new FileLocker(new NativePosix())).anyLive(new EngineDir(engine)));
+        }
+    }
+
+    @Test
+    void sigtermIsPassedOnAndTheCommandsExitCodeComesBack() throws Exception {
+        Path data = root.resolve("data");
+        try (Running exec = new Running("--hold", "data-dir", "--data-root", root.toString(), "--",
+                "sh", "-c", "trap 'echo got-term; exit 5' TERM; echo started; while :; do sleep 0.05; done")) {
+            exec.awaitLine("started");
+            assertFalse(Peer.flockCanTake(data.resolve("server.lock")));
+            // Process.destroy() would also close our end of its stdout; send the signal alone.
+            new NativePosix().kill(exec.process.pid(), 15);
+            exec.awaitLine("got-term");
+            assertEquals(5, exec.exitCode());
+            assertTrue(Peer.flockCanTake(data.resolve("server.lock")));
+        }
+    }
+
+    @Test
+    void aKilledCommandReleasesTheLocksAndReportsTheSignal() throws Exception {
+        WardenProcess.Result result = WardenProcess.run("exec", "--hold", "write", "--data-root", root.toString(), "--",
+                "sh", "-c", "kill -9 $$");
+        assertEquals(137, result.exitCode());
+        assertTrue(Peer.flockCanTake(root.resolve("data/lancedb/.lock")));
+    }
+
+    @Test
+    void whenWardenIsKilledTheKernelFreesItsLocks() throws Exception {
+        try (Running exec = new Running("--hold", "data-dir", "--data-root", root.toString(), "--",
+                "sh", "-c", "echo started; exec sleep 600")) {
+            exec.awaitLine("started");
+            assertFalse(Peer.flockCanTake(root.resolve("data/server.lock")));
+            exec.process.destroyForcibly();
+            exec.process.waitFor();
+            assertTrue(Peer.flockCanTake(root.resolve("data/server.lock")),
+                    "the command that outlives warden must not keep the lock (O_CLOEXEC)");
+        }
+    }
+
+    @Test
+    void syncAndResetTogetherIsAUsageError() throws Exception {
+        WardenProcess.Result result = WardenProcess.run("exec", "--hold", "sync,reset", "--", "true");
+        assertEquals(2, result.exitCode());
+        assertTrue(result.stderr().contains("sync and reset exclude each other"), result.stderr());
+    }
+
+    private static void assertThrows(Class<? extends Throwable> type, org.junit.jupiter.api.function.Executable run) {
+        org.junit.jupiter.api.Assertions.assertThrows(type, run);
+    }
+}
