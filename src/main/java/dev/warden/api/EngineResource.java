@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.warden.engine.EngineActions;
 import dev.warden.engine.EngineClient;
+import dev.warden.engine.EngineDir;
 import dev.warden.lock.LockException;
 import dev.warden.reaper.ReaperService;
 import io.smallrye.common.annotation.Blocking;
@@ -15,6 +16,7 @@ import jakarta.ws.rs.core.HttpHeaders;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * {@code POST /api/v1/engine/stop} and {@code /unload}: the CLI's engine actions over HTTP, for
@@ -40,66 +42,61 @@ public class EngineResource {
     @Path("/stop")
     @Blocking
     public Response stop(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization) {
-        Response refused = authorize(authorization);
-        if (refused != null) {
-            return refused;
-        }
-        if (reaper.dir().isEmpty()) {
-            return notServing();
-        }
-        try {
-            List<String> done = actions.stop(reaper.dir().get());
+        return act(authorization, dir -> {
             ObjectNode body = mapper.createObjectNode();
-            done.forEach(body.putArray("done")::add);
+            actions.stop(dir).forEach(body.putArray("done")::add);
             return Response.ok(body).build();
-        } catch (EngineActions.BuildLockBusy e) {
-            return error(Response.Status.CONFLICT, e.getMessage());
-        } catch (LockException e) {
-            return error(Response.Status.INTERNAL_SERVER_ERROR, e.getMessage());
-        }
+        });
     }
 
     @POST
     @Path("/unload")
     @Blocking
     public Response unload(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization) {
-        Response refused = authorize(authorization);
-        if (refused != null) {
-            return refused;
-        }
-        if (reaper.dir().isEmpty()) {
-            return notServing();
-        }
-        try {
-            List<EngineClient.UnloadResult> results = actions.unload(reaper.dir().get());
+        return act(authorization, dir -> {
+            List<EngineClient.UnloadResult> results = actions.unload(dir);
             ObjectNode body = mapper.createObjectNode();
             boolean all = !results.isEmpty() && results.stream().allMatch(EngineClient.UnloadResult::unloaded);
             body.put("unloaded", all);
             if (results.isEmpty()) {
-                body.put("detail", "no engine is recorded in " + reaper.dir().get().root() + " and warden.engine.url is not set");
+                body.put("detail", "no engine is recorded in " + dir.root() + " and warden.engine.url is not set");
             }
             results.forEach(r -> body.withArray("results").addObject().put("unloaded", r.unloaded()).put("detail", r.detail()));
             return Response.status(all || results.isEmpty() ? Response.Status.OK : Response.Status.BAD_GATEWAY).entity(body).build();
+        });
+    }
+
+    /** An engine action on the watched engine dir: authorised, and with every refusal as {"error": ...}. */
+    private interface Action {
+        Response on(EngineDir dir) throws EngineActions.BuildLockBusy, LockException;
+    }
+
+    private Response act(String authorization, Action action) {
+        switch (token.check(authorization)) {
+            case NOT_CONFIGURED -> {
+                return error(Response.Status.FORBIDDEN, "Engine actions are off: set warden.api.token (WARDEN_API_TOKEN)"
+                        + " or warden.api.token-file to enable them.");
+            }
+            case DENIED -> {
+                return Response.fromResponse(error(Response.Status.UNAUTHORIZED, "Send Authorization: Bearer <warden.api.token>."))
+                        .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer").build();
+            }
+            case ALLOWED -> {
+                // go on
+            }
+        }
+        Optional<EngineDir> dir = reaper.dir();
+        if (dir.isEmpty()) {
+            return error(Response.Status.SERVICE_UNAVAILABLE, "The reaper is not running: warden serve has not started it"
+                    + " (or warden.reaper.enabled is false), so there is no engine dir to act on.");
+        }
+        try {
+            return action.on(dir.get());
         } catch (EngineActions.BuildLockBusy e) {
             return error(Response.Status.CONFLICT, e.getMessage());
         } catch (LockException e) {
             return error(Response.Status.INTERNAL_SERVER_ERROR, e.getMessage());
         }
-    }
-
-    private Response notServing() {
-        return error(Response.Status.SERVICE_UNAVAILABLE, "The reaper is not running: warden serve has not started it"
-                + " (or warden.reaper.enabled is false), so there is no engine dir to act on.");
-    }
-
-    private Response authorize(String authorization) {
-        return switch (token.check(authorization)) {
-            case ALLOWED -> null;
-            case NOT_CONFIGURED -> error(Response.Status.FORBIDDEN,
-                    "Engine actions are off: set warden.api.token (WARDEN_API_TOKEN) or warden.api.token-file to enable them.");
-            case DENIED -> Response.fromResponse(error(Response.Status.UNAUTHORIZED,
-                    "Send Authorization: Bearer <warden.api.token>.")).header(HttpHeaders.WWW_AUTHENTICATE, "Bearer").build();
-        };
     }
 
     private Response error(Response.Status status, String message) {

@@ -3,6 +3,7 @@ package dev.warden.cli;
 import dev.warden.config.WardenConfig;
 import dev.warden.engine.EngineActions;
 import dev.warden.engine.EngineClient;
+import dev.warden.engine.EngineDir;
 import dev.warden.lock.LockException;
 import jakarta.inject.Inject;
 import java.io.PrintWriter;
@@ -33,26 +34,11 @@ public class EngineCommand implements Callable<Integer> {
                     + " leftover llama-servers) and delete the records and keep-warm markers, even while users hold it.",
             exitCodeListHeading = "%nExit codes:%n", exitCodeList = {"0:stopped (or nothing recorded)", "1:an error",
                 "2:usage error", "3:the build lock stayed held"})
-    static class Stop implements Callable<Integer> {
-        @Mixin
-        EngineDirOption engine;
-        @Spec
-        CommandSpec spec;
-        @Inject
-        EngineActions actions;
-        @Inject
-        WardenConfig config;
-
+    static class Stop extends Action {
         @Override
-        public Integer call() throws LockException {
-            try {
-                List<String> done = actions.stop(engine.resolve(config));
-                done.forEach(spec.commandLine().getOut()::println);
-                return ExitCodes.OK;
-            } catch (EngineActions.BuildLockBusy e) {
-                spec.commandLine().getErr().println("warden: " + e.getMessage());
-                return ExitCodes.LOCK_REFUSED;
-            }
+        int act(EngineDir dir, PrintWriter out) throws EngineActions.BuildLockBusy, LockException {
+            actions.stop(dir).forEach(out::println);
+            return ExitCodes.OK;
         }
     }
 
@@ -61,7 +47,20 @@ public class EngineCommand implements Callable<Integer> {
                     + " and load a model again on the next request.",
             exitCodeListHeading = "%nExit codes:%n", exitCodeList = {"0:every engine unloaded (or none to unload)",
                 "1:an engine refused or did not answer", "2:usage error", "3:the build lock stayed held"})
-    static class Unload implements Callable<Integer> {
+    static class Unload extends Action {
+        @Override
+        int act(EngineDir dir, PrintWriter out) throws EngineActions.BuildLockBusy, LockException {
+            List<EngineClient.UnloadResult> results = actions.unload(dir);
+            if (results.isEmpty()) {
+                out.println("no engine to unload");
+            }
+            results.forEach(r -> out.println(r.detail()));
+            return results.stream().allMatch(EngineClient.UnloadResult::unloaded) ? ExitCodes.OK : ExitCodes.ERROR;
+        }
+    }
+
+    /** What stop and unload share: the engine dir option, and exit 3 when the build lock stays held. */
+    abstract static class Action implements Callable<Integer> {
         @Mixin
         EngineDirOption engine;
         @Spec
@@ -71,16 +70,12 @@ public class EngineCommand implements Callable<Integer> {
         @Inject
         WardenConfig config;
 
+        abstract int act(EngineDir dir, PrintWriter out) throws EngineActions.BuildLockBusy, LockException;
+
         @Override
         public Integer call() throws LockException {
             try {
-                List<EngineClient.UnloadResult> results = actions.unload(engine.resolve(config));
-                PrintWriter out = spec.commandLine().getOut();
-                if (results.isEmpty()) {
-                    out.println("no engine to unload");
-                }
-                results.forEach(r -> out.println(r.detail()));
-                return results.stream().allMatch(EngineClient.UnloadResult::unloaded) ? ExitCodes.OK : ExitCodes.ERROR;
+                return act(engine.resolve(config), spec.commandLine().getOut());
             } catch (EngineActions.BuildLockBusy e) {
                 spec.commandLine().getErr().println("warden: " + e.getMessage());
                 return ExitCodes.LOCK_REFUSED;

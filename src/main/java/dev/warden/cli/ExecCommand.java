@@ -204,8 +204,7 @@ public class ExecCommand implements Callable<Integer> {
     }
 
     private String holder(Path lock) {
-        return locker.idOf(lock).map(procLocks::holderOf).filter(p -> p.isPresent())
-                .map(p -> "pid " + p.getAsLong()).orElse("another process");
+        return procLocks.describeHolder(lock);
     }
 
     private int run() throws IOException, InterruptedException {

@@ -94,9 +94,8 @@ public class EngineActions {
         }
         Optional<HeldLock> lock = locker.tryLock(dir.buildLock(), buildLockWait, BUILD_LOCK_POLL);
         if (lock.isEmpty()) {
-            String holder = locker.idOf(dir.buildLock()).map(procLocks::holderOf).filter(p -> p.isPresent())
-                    .map(p -> " by pid " + p.getAsLong()).orElse("");
-            throw new BuildLockBusy("The engine build lock " + dir.buildLock() + " stayed held" + holder + " for "
+            throw new BuildLockBusy("The engine build lock " + dir.buildLock() + " stayed held by "
+                    + procLocks.describeHolder(dir.buildLock()) + " for "
                     + buildLockWait.toSeconds() + " s: a build or stop is still running. Try again when it ends.");
         }
         return lock.get();

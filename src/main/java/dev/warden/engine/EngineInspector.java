@@ -51,8 +51,7 @@ public class EngineInspector {
         try {
             return switch (locker.probe(lock)) {
                 case ABSENT, FREE -> "free";
-                case HELD -> "held" + locker.idOf(lock).map(procLocks::holderOf).filter(p -> p.isPresent())
-                        .map(p -> " by pid " + p.getAsLong()).orElse("");
+                case HELD -> "held by " + procLocks.describeHolder(lock);
             };
         } catch (LockException e) {
             return "error: " + e.getMessage();

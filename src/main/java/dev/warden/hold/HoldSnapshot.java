@@ -1,6 +1,5 @@
 package dev.warden.hold;
 
-import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 
@@ -32,11 +31,5 @@ public record HoldSnapshot(Phase phase, List<LockStatus> locks, boolean everHeld
 
     public Optional<LockStatus> lock(LockKind kind) {
         return locks.stream().filter(l -> l.kind() == kind).findFirst();
-    }
-
-    /** The last moment any lock changed hands, for messages. */
-    public Optional<Instant> heldSince() {
-        return locks.stream().map(LockStatus::state).filter(LockState.Held.class::isInstance)
-                .map(s -> ((LockState.Held) s).since()).max(Instant::compareTo);
     }
 }

@@ -45,7 +45,7 @@ public class LockInspector {
                 case ABSENT -> new LockLook(kind, path, "absent", OptionalLong.empty(), Optional.empty(), Optional.empty());
                 case FREE -> new LockLook(kind, path, "free", OptionalLong.empty(), Optional.empty(), Optional.empty());
                 case HELD -> new LockLook(kind, path, "held",
-                        locker.idOf(path).map(procLocks::holderOf).orElse(OptionalLong.empty()), owner, Optional.empty());
+                        procLocks.holderOf(path), owner, Optional.empty());
             };
         } catch (LockException e) {
             return new LockLook(kind, path, "error", OptionalLong.empty(), Optional.empty(), Optional.of(e.getMessage()));

@@ -342,7 +342,7 @@ public class LockKeeper {
 
     private LockState.HeldElsewhere lookUpHolder(Slot slot, Instant since, Instant now) {
         slot.holderReadAt = now;
-        OptionalLong holder = locker.idOf(slot.path).map(procLocks::holderOf).orElse(OptionalLong.empty());
+        OptionalLong holder = procLocks.holderOf(slot.path);
         ScopeOwner owner = slot.kind == LockKind.SCOPE
                 ? ownerFile.read(paths.scopeOwner().orElseThrow())
                 : ScopeOwner.UNKNOWN;

@@ -135,11 +135,6 @@ public final class FileLocker {
                 + " (lilbee never deletes it; filelock 3.21 to 3.29 did, so upgrade filelock).");
     }
 
-    /** The device and inode now at {@code path}, to look its holder up in the lock table. */
-    public Optional<FileId> idOf(Path path) {
-        return Optional.ofNullable(currentId(path.toString()));
-    }
-
     private FileId currentId(String path) {
         try {
             return posix.stat(path);

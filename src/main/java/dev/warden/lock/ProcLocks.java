@@ -3,7 +3,9 @@ package dev.warden.lock;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.LinkOption;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalLong;
 
 /**
@@ -20,6 +22,22 @@ public final class ProcLocks {
 
     public ProcLocks(Path table) {
         this.table = table;
+    }
+
+    /** The pid holding a lock on the file now at {@code lockFile}, when the lock table shows one. */
+    public OptionalLong holderOf(Path lockFile) {
+        try {
+            Map<String, Object> attributes = Files.readAttributes(lockFile, "unix:dev,ino", LinkOption.NOFOLLOW_LINKS);
+            return holderOf(new FileId((Long) attributes.get("dev"), (Long) attributes.get("ino")));
+        } catch (IOException | UnsupportedOperationException e) {
+            return OptionalLong.empty();
+        }
+    }
+
+    /** "pid 42", or "another process" where the lock table does not say: for messages. */
+    public String describeHolder(Path lockFile) {
+        OptionalLong pid = holderOf(lockFile);
+        return pid.isPresent() ? "pid " + pid.getAsLong() : "another process";
     }
 
     /** The pid holding an exclusive lock on the file, when the lock table shows one. */
