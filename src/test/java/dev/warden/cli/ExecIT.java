@@ -165,10 +165,17 @@ class ExecIT {
                 "sh", "-c", "echo started; exec sleep 600")) {
             exec.awaitLine("started");
             assertFalse(Peer.flockCanTake(root.resolve("data/server.lock")));
-            exec.process.destroyForcibly();
-            exec.process.waitFor();
-            assertTrue(Peer.flockCanTake(root.resolve("data/server.lock")),
-                    "the command that outlives warden must not keep the lock (O_CLOEXEC)");
+            // The command outlives warden; note it now, while it is still warden's child, to end it after.
+            List<ProcessHandle> command = exec.process.descendants().toList();
+            try {
+                exec.process.destroyForcibly();
+                exec.process.waitFor();
+                assertTrue(command.stream().anyMatch(ProcessHandle::isAlive), "the command outlives warden");
+                assertTrue(Peer.flockCanTake(root.resolve("data/server.lock")),
+                        "the command that outlives warden must not keep the lock (O_CLOEXEC)");
+            } finally {
+                command.forEach(ProcessHandle::destroyForcibly);
+            }
         }
     }
 
