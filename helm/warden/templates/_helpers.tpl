@@ -1,0 +1,106 @@
+{{- define "warden.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "warden.fullname" -}}
+{{- if contains .Chart.Name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "warden.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "warden.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "warden.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "warden.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "warden.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 1001
+runAsGroup: 1001
+readOnlyRootFilesystem: true
+allowPrivilegeEscalation: false
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "warden.container" -}}
+- name: warden
+  image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  {{- if .Values.nativeSidecar }}
+  restartPolicy: Always
+  {{- end }}
+  args: [serve]
+  ports:
+    - name: warden
+      containerPort: {{ .Values.warden.port }}
+  env:
+    - {name: QUARKUS_HTTP_PORT, value: {{ .Values.warden.port | quote }}}
+    - {name: WARDEN_DATA_ROOT, value: {{ .Values.warden.dataRoot | quote }}}
+    - {name: WARDEN_ENGINE_DIR, value: {{ .Values.warden.engineDir | quote }}}
+    {{- with .Values.warden.scopeDir }}
+    - {name: WARDEN_SCOPE_DIR, value: {{ . | quote }}}
+    {{- end }}
+    - {name: WARDEN_LOCK_POLL_INTERVAL, value: {{ .Values.warden.lockPollInterval | quote }}}
+    - {name: WARDEN_STARTUP_REQUIRE_LOCK, value: {{ .Values.warden.startupRequireLock | quote }}}
+    - {name: WARDEN_LIVENESS_STALL_TIMEOUT, value: {{ .Values.warden.livenessStallTimeout | quote }}}
+    - {name: WARDEN_REAPER_ENABLED, value: {{ .Values.warden.reaper.enabled | quote }}}
+    - {name: WARDEN_REAPER_INTERVAL, value: {{ .Values.warden.reaper.interval | quote }}}
+    - {name: WARDEN_REAPER_IDLE_TTL, value: {{ .Values.warden.reaper.idleTtl | quote }}}
+    - {name: WARDEN_REAPER_LOCK_NAME, value: {{ .Values.warden.reaper.lockName | quote }}}
+    {{- with .Values.warden.engineUrl }}
+    - {name: WARDEN_ENGINE_URL, value: {{ . | quote }}}
+    {{- end }}
+    {{- with .Values.warden.engineReadiness }}
+    - {name: WARDEN_ENGINE_READINESS, value: {{ . | quote }}}
+    {{- end }}
+    {{- with .Values.warden.engineApiKey.existingSecret }}
+    - name: WARDEN_ENGINE_API_KEY
+      valueFrom:
+        secretKeyRef: {name: {{ . }}, key: {{ $.Values.warden.engineApiKey.key }}}
+    {{- end }}
+    {{- if .Values.warden.apiToken.existingSecret }}
+    - {name: WARDEN_API_TOKEN_FILE, value: /var/run/secrets/warden/{{ .Values.warden.apiToken.key }}}
+    {{- end }}
+    {{- if .Values.warden.logJson }}
+    - {name: QUARKUS_LOG_CONSOLE_JSON, value: "true"}
+    {{- end }}
+    {{- with .Values.warden.extraEnv }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  startupProbe:
+    httpGet: {path: /q/health/started, port: warden}
+    periodSeconds: 1
+    # A standby may wait for the lock for as long as the holder lives.
+    failureThreshold: 2147483647
+  readinessProbe:
+    httpGet: {path: /q/health/ready, port: warden}
+    periodSeconds: 2
+    failureThreshold: 1
+  livenessProbe:
+    # Never on the lock: a standby restarted for waiting could never take over.
+    httpGet: {path: /q/health/live, port: warden}
+    periodSeconds: 10
+    failureThreshold: 3
+  resources:
+    {{- toYaml .Values.warden.resources | nindent 4 }}
+  securityContext:
+    {{- include "warden.containerSecurityContext" . | nindent 4 }}
+  volumeMounts:
+    - {name: shared, mountPath: {{ .Values.warden.dataRoot | quote }}}
+    - {name: tmp, mountPath: /tmp}
+    {{- if .Values.warden.apiToken.existingSecret }}
+    - {name: api-token, mountPath: /var/run/secrets/warden, readOnly: true}
+    {{- end }}
+{{- end }}
