@@ -1,0 +1,50 @@
+package dev.warden.deploy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** The plain manifests under k8s/, built by kubectl's own kustomize. */
+class KustomizeTest {
+
+    private static String kustomize(String overlay) throws IOException, InterruptedException {
+        Process process;
+        try {
+            process = new ProcessBuilder("kubectl", "kustomize", "k8s/overlays/" + overlay).redirectErrorStream(true).start();
+        } catch (IOException e) {
+            System.err.println("SKIPPED: kubectl is not installed; the kustomize build of k8s/ does not run");
+            Assumptions.abort("kubectl is not installed");
+            throw e;
+        }
+        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(0, process.exitValue(), out);
+        return out;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"emptydir", "pvc"})
+    void eachOverlayBuildsAPodThatHonoursTheProtocol(String overlay) throws Exception {
+        List<JsonNode> objects = PodChecks.objects(kustomize(overlay));
+        PodChecks.assertHonoursTheProtocol(PodChecks.kind(objects, "Deployment"));
+        assertFalse(PodChecks.kind(objects, "Service").isMissingNode());
+        JsonNode shared = PodChecks.kind(objects, "Deployment").at("/spec/template/spec/volumes/0");
+        assertEquals("shared", shared.path("name").asText());
+        if (overlay.equals("pvc")) {
+            assertEquals("warden-data", shared.at("/persistentVolumeClaim/claimName").asText(), shared.toString());
+            assertTrue(shared.path("emptyDir").isMissingNode(), shared.toString());
+            assertFalse(PodChecks.kind(objects, "PersistentVolumeClaim").isMissingNode());
+        } else {
+            assertTrue(shared.has("emptyDir"), shared.toString());
+        }
+    }
+}

@@ -1,0 +1,80 @@
+package dev.warden.deploy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.MissingNode;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/** What every rendered engine pod must get right (PROTOCOL.md section 6), for the chart and the manifests alike. */
+final class PodChecks {
+
+    private static final YAMLMapper YAML = new YAMLMapper();
+
+    private PodChecks() {
+    }
+
+    /** The objects of a multi-document YAML stream. */
+    static List<JsonNode> objects(String manifests) throws IOException {
+        List<JsonNode> objects = new ArrayList<>();
+        try (var parser = new YAMLFactory().createParser(manifests)) {
+            var docs = YAML.readValues(parser, JsonNode.class);
+            while (docs.hasNext()) {
+                JsonNode doc = docs.next();
+                if (doc != null && doc.has("kind")) {
+                    objects.add(doc);
+                }
+            }
+        }
+        return objects;
+    }
+
+    static JsonNode kind(List<JsonNode> objects, String kind) {
+        return objects.stream().filter(o -> kind.equals(o.path("kind").asText())).findFirst().orElse(MissingNode.getInstance());
+    }
+
+    static JsonNode container(JsonNode podSpec, String list, String name) {
+        for (JsonNode c : podSpec.path(list)) {
+            if (name.equals(c.path("name").asText())) {
+                return c;
+            }
+        }
+        return MissingNode.getInstance();
+    }
+
+    static void assertHonoursTheProtocol(JsonNode deployment) {
+        assertEquals("Recreate", deployment.at("/spec/strategy/type").asText(), "a surge pod could never be ready");
+        JsonNode pod = deployment.at("/spec/template/spec");
+        assertTrue(pod.path("shareProcessNamespace").asBoolean(), "stopping the engine needs its processes");
+        assertTrue(pod.path("terminationGracePeriodSeconds").asInt() > 35, "above llama-swap's 35 s backstop");
+        assertEquals(1001, pod.at("/securityContext/fsGroup").asInt());
+        boolean nativeSidecar = !container(pod, "initContainers", "warden").isMissingNode();
+        JsonNode warden = nativeSidecar ? container(pod, "initContainers", "warden") : container(pod, "containers", "warden");
+        assertFalse(warden.isMissingNode(), "warden runs in the pod");
+        if (nativeSidecar) {
+            assertEquals("Always", warden.path("restartPolicy").asText(), "a native sidecar");
+        }
+        assertEquals("/q/health/live", warden.at("/livenessProbe/httpGet/path").asText(), "liveness never on the lock");
+        assertEquals("/q/health/ready", warden.at("/readinessProbe/httpGet/path").asText());
+        assertEquals("/q/health/started", warden.at("/startupProbe/httpGet/path").asText());
+        for (JsonNode container : List.of(warden, container(pod, "containers", "llama-swap"))) {
+            if (container.isMissingNode()) {
+                continue;
+            }
+            JsonNode security = container.path("securityContext");
+            String name = container.path("name").asText();
+            assertTrue(security.path("readOnlyRootFilesystem").asBoolean(), name);
+            assertTrue(security.path("runAsNonRoot").asBoolean(), name);
+            assertFalse(security.path("allowPrivilegeEscalation").asBoolean(true), name);
+            assertEquals("ALL", security.at("/capabilities/drop/0").asText(), name);
+            assertEquals("RuntimeDefault", security.at("/seccompProfile/type").asText(), name);
+            assertTrue(container.path("volumeMounts").toString().contains("\"/tmp\""), name + ": a writable /tmp on a read-only root");
+        }
+    }
+}
