@@ -74,7 +74,7 @@ seccompProfile:
     - {name: WARDEN_API_TOKEN_FILE, value: /var/run/secrets/warden/{{ .Values.warden.apiToken.key }}}
     {{- end }}
     {{- if .Values.warden.logJson }}
-    - {name: QUARKUS_LOG_CONSOLE_JSON, value: "true"}
+    - {name: QUARKUS_LOG_CONSOLE_JSON_ENABLED, value: "true"}
     {{- end }}
     {{- with .Values.warden.extraEnv }}
     {{- toYaml . | nindent 4 }}

@@ -319,7 +319,8 @@ public class LockKeeper {
             }
         }
         LockState previous = slot.state;
-        slot.state = new LockState.Held(now);
+        slot.state = new LockState.Held(now, previous instanceof LockState.HeldElsewhere elsewhere
+                ? Duration.between(elsewhere.since(), now) : Duration.ZERO);
         if (previous instanceof LockState.HeldElsewhere elsewhere) {
             LOG.infof("Took over %s (another process held it since %s)", slot.path, elsewhere.since());
         } else {

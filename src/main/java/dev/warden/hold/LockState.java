@@ -16,7 +16,8 @@ public sealed interface LockState {
         }
     }
 
-    record Held(Instant since) implements LockState {
+    /** Ours since {@code since}, after waiting {@code waited} for another holder (zero when it was free). */
+    record Held(Instant since, java.time.Duration waited) implements LockState {
         public String label() {
             return "held";
         }

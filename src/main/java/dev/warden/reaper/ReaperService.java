@@ -9,6 +9,8 @@ import dev.warden.engine.EngineStopper;
 import dev.warden.engine.EngineUsers;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.scheduler.Scheduled;
 import jakarta.enterprise.event.Observes;
@@ -43,6 +45,8 @@ public class ReaperService {
     private final EngineStopper stopper;
     private final EngineClient client;
     private final InstantSource clock;
+    private final MeterRegistry meters;
+    private final java.util.Map<PassOutcome.Action, Counter> passes = new java.util.EnumMap<>(PassOutcome.Action.class);
 
     private final AtomicReference<ReaperStatus> published = new AtomicReference<>(ReaperStatus.notStarted());
     // Touched by the scheduler's thread (one at a time) and by start/stop.
@@ -51,7 +55,8 @@ public class ReaperService {
     private boolean stopped;
 
     public ReaperService(WardenConfig config, EngineUsers users, FileLocker locker, EngineRecords records,
-            EngineStopper stopper, EngineClient client, InstantSource clock) {
+            EngineStopper stopper, EngineClient client, InstantSource clock, MeterRegistry meters) {
+        this.meters = meters;
         this.config = config;
         this.users = users;
         this.locker = locker;
@@ -129,7 +134,7 @@ public class ReaperService {
     private void publish(String detail) {
         ReaperStatus last = published.get();
         published.set(new ReaperStatus(reaperLock != null, detail, reaper.idleSince(), last.lastPass(), last.lastAction(),
-                last.lastActionAt(), last.engineExpected(), last.engineAnswers()));
+                last.lastActionAt(), last.engineExpected(), last.engineAnswers(), last.liveUsers(), last.keepWarm()));
     }
 
     private void publish(PassOutcome outcome) {
@@ -141,8 +146,11 @@ public class ReaperService {
         boolean answers = expected
                 && recorded.stream().allMatch(r -> r.proxyPort().isPresent() && client.answers(EngineClient.loopback(r.proxyPort().getAsInt())))
                 && external.map(client::answers).orElse(true);
+        passes.computeIfAbsent(outcome.action(), action -> Counter.builder("warden.reaper.passes")
+                .description("Reaper passes, by what they decided").tag("action", action.name().toLowerCase().replace('_', '-'))
+                .register(meters)).increment();
         published.set(new ReaperStatus(true, "watching " + reaper.dir().root(), reaper.idleSince(), Optional.of(outcome),
                 acted ? Optional.of(outcome) : last.lastAction(), acted ? Optional.of(clock.instant()) : last.lastActionAt(),
-                expected, answers));
+                expected, answers, users.liveIds(reaper.dir()).size(), reaper.dir().keepWarmMarkers().size()));
     }
 }

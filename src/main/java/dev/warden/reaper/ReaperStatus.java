@@ -10,12 +10,15 @@ import java.util.Optional;
  * @param detail why it does or does not watch
  * @param engineExpected whether an engine is recorded or configured (readiness then needs it to answer)
  * @param engineAnswers whether every recorded or configured engine answered at the last pass
+ * @param liveUsers how many users held the engine at the last pass
+ * @param keepWarm how many keep-warm markers there were at the last pass
  */
 public record ReaperStatus(boolean watching, String detail, Optional<Instant> idleSince, Optional<PassOutcome> lastPass,
-        Optional<PassOutcome> lastAction, Optional<Instant> lastActionAt, boolean engineExpected, boolean engineAnswers) {
+        Optional<PassOutcome> lastAction, Optional<Instant> lastActionAt, boolean engineExpected, boolean engineAnswers,
+        int liveUsers, int keepWarm) {
 
     public static ReaperStatus notStarted() {
         return new ReaperStatus(false, "not watching", Optional.empty(), Optional.empty(), Optional.empty(),
-                Optional.empty(), false, false);
+                Optional.empty(), false, false, 0, 0);
     }
 }

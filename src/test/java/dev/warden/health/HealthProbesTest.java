@@ -1,6 +1,7 @@
 package dev.warden.health;
 
 import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
 import static org.hamcrest.Matchers.hasItem;
 
@@ -49,6 +50,9 @@ class HealthProbesTest {
             given().when().get("/q/health/live").then().statusCode(200)
                     .body("checks.name", hasItem("lock-keeper"));
             given().when().get("/q/health/started").then().statusCode(503);
+            given().when().get("/q/metrics").then().statusCode(200)
+                    .body(containsString("warden_lock_held{lock=\"data-dir\"} 0.0"))
+                    .body(containsString("warden_lock_held{lock=\"scope\"} 1.0"));
 
             holder.kill();
             Await.until("readiness is UP", () -> given().get("/q/health/ready").statusCode() == 200);
@@ -57,6 +61,9 @@ class HealthProbesTest {
                     .body("checks.find { it.name == 'locks' }.data.'data-dir.state'", equalTo("held"))
                     .body("checks.find { it.name == 'locks' }.data.'scope.path'",
                             equalTo(dir.toRealPath().resolve("scope/server.scope.lock").toString()));
+            given().when().get("/q/metrics").then()
+                    .body(containsString("warden_lock_held{lock=\"data-dir\"} 1.0"))
+                    .body(org.hamcrest.Matchers.matchesPattern("(?s).*warden_lock_last_wait_seconds\\{lock=\"data-dir\"} [0-9.E-]+\n.*"));
         }
         keeper.stop();
         given().when().get("/q/health/ready").then().statusCode(503)

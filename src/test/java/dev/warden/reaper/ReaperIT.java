@@ -54,6 +54,9 @@ class ReaperIT {
                     return false;
                 }
             });
+            String metrics = warden.text("/q/metrics");
+            assertTrue(metrics.contains("warden_reaper_passes_total{action=\"stopped\"} 1.0"), metrics);
+            assertTrue(metrics.contains("warden_reaper_watching 1.0"), metrics);
         }
     }
 

@@ -123,6 +123,10 @@ public final class WardenProcess implements AutoCloseable {
         }
     }
 
+    public String text(String path) throws IOException, InterruptedException {
+        return get(path).body();
+    }
+
     public JsonNode json(String path) throws IOException, InterruptedException {
         return JSON.readTree(get(path).body());
     }
