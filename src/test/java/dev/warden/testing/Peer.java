@@ -56,6 +56,18 @@ public final class Peer implements AutoCloseable {
     }
 
     /**
+     * The real filelock package (installed by .ci/run into a virtualenv; its python named by the
+     * {@code warden.interop.python} property) as a lock peer: see {@code interop/filelock_peer.py}.
+     */
+    public static Peer filelock(String kind, Path path, double timeoutSeconds) throws IOException {
+        String python = System.getProperty("warden.interop.python", "");
+        org.junit.jupiter.api.Assumptions.assumeFalse(python.isEmpty(),
+                "no filelock: run with -Pinterop -Dinterop.python=<a python with filelock>, as .ci/run does");
+        Path script = Path.of("src/test/resources/interop/filelock_peer.py").toAbsolutePath();
+        return new Peer(List.of(python, script.toString(), kind, path.toString(), Double.toString(timeoutSeconds)));
+    }
+
+    /**
      * Python's stdlib sqlite3 running filelock's ReadWriteLock statements on {@code file}: {@code read}
      * ({@code BEGIN TRANSACTION; SELECT name FROM sqlite_schema LIMIT 1;}) or {@code write}
      * ({@code BEGIN EXCLUSIVE TRANSACTION;}) after {@code PRAGMA busy_timeout} and
