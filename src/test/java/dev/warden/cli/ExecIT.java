@@ -116,6 +116,12 @@ class ExecIT {
             reset.awaitLine("held");
             assertThrows(LockTimeoutException.class, () -> library.syncRunning(root, Duration.ofMillis(200)));
         }
+        try (Running write = new Running("--hold", "write", "--data-root", root.toString(), "--", "sh", "-c", "echo held; exec sleep 600")) {
+            write.awaitLine("held");
+            LockTimeoutException e = org.junit.jupiter.api.Assertions.assertThrows(LockTimeoutException.class,
+                    () -> library.writeLock(root.resolve("data/lancedb"), Duration.ofMillis(200)));
+            assertTrue(e.getMessage().startsWith("Timed out waiting for exclusive file lock"), e.getMessage());
+        }
         Await.until("the reset's mark is released with its process", () -> {
             try {
                 library.syncRunning(root, Duration.ofMillis(100)).ifPresent(SyncMark.Held::close);

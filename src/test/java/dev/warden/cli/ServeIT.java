@@ -129,6 +129,18 @@ class ServeIT {
     }
 
     @Test
+    void sigintAlsoReleasesEveryLockAndExitsZero() throws Exception {
+        Path root = dir.resolve("root");
+        try (WardenProcess warden = WardenProcess.serve("sigint", "--data-root", root.toString())) {
+            warden.awaitStatus(READY, 200);
+            new dev.warden.lock.NativePosix().kill(warden.pid(), 2);
+            assertTrue(warden.process().waitFor(30, java.util.concurrent.TimeUnit.SECONDS), warden.log());
+            assertEquals(0, warden.process().exitValue(), warden.log());
+            assertTrue(Peer.flockCanTake(root.resolve("data/server.lock")));
+        }
+    }
+
+    @Test
     void noWaitExitsThreeNamingTheHolderWhenFlockHoldsTheDataDir() throws Exception {
         Path root = dir.resolve("root");
         Files.createDirectories(root.resolve("data"));
