@@ -1,0 +1,76 @@
+package dev.warden.bench;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * Writes docs/BENCHMARKS.md: the machine, the date and the command, then one section per figure.
+ * Sections land in target/bench/ first, so a run of one benchmark keeps the others' last results.
+ */
+final class Report {
+
+    private static final Path SECTIONS = Path.of("target", "bench");
+    private static final Path DOC = Path.of("docs", "BENCHMARKS.md");
+
+    private Report() {
+    }
+
+    static void section(String title, String intro, List<String> header, List<String> rows) throws IOException {
+        Files.createDirectories(SECTIONS);
+        List<String> lines = new ArrayList<>(List.of("## " + title, "", intro, ""));
+        lines.addAll(header);
+        lines.addAll(rows);
+        lines.add("");
+        Files.write(SECTIONS.resolve(title.replaceAll("[^A-Za-z0-9]+", "-") + ".md"), lines);
+        write();
+    }
+
+    private static void write() throws IOException {
+        List<String> doc = new ArrayList<>(List.of(
+                "# warden benchmarks",
+                "",
+                "Written by `./mvnw verify -Pbench -Dinterop.python=<a python with filelock>` (see the README).",
+                "Numbers, not assertions: the default test suite never times anything.",
+                "",
+                "- date: " + LocalDate.now(),
+                "- machine: " + machine(),
+                "- java: " + Runtime.version() + ", " + System.getProperty("java.vm.name"),
+                ""));
+        try (Stream<Path> sections = Files.list(SECTIONS)) {
+            for (Path section : sections.filter(p -> p.toString().endsWith(".md")).sorted().toList()) {
+                doc.addAll(Files.readAllLines(section));
+            }
+        }
+        Path analysis = Path.of("docs", "BENCHMARKS-analysis.md");
+        if (Files.exists(analysis)) {
+            doc.addAll(Files.readAllLines(analysis));
+        }
+        Files.createDirectories(DOC.getParent());
+        Files.write(DOC, doc);
+    }
+
+    private static String machine() {
+        String cpu = "?";
+        String memory = "?";
+        try {
+            cpu = Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
+                    .findFirst().map(l -> l.substring(l.indexOf(':') + 1).trim()).orElse("?");
+            memory = Files.readAllLines(Path.of("/proc/meminfo")).stream().filter(l -> l.startsWith("MemTotal"))
+                    .findFirst().map(l -> l.replaceAll("\\s+", " ")).orElse("?");
+        } catch (IOException e) {
+            // best effort
+        }
+        String kernel = "?";
+        try {
+            kernel = Files.readString(Path.of("/proc/sys/kernel/osrelease")).trim();
+        } catch (IOException e) {
+            // best effort
+        }
+        return Runtime.getRuntime().availableProcessors() + " cores (" + cpu + "), " + memory + ", Linux " + kernel;
+    }
+}
