@@ -41,6 +41,12 @@ public final class FakeLlamaSwap {
         }
         if (ignoreTerm) {
             sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sun.misc.SignalHandler.SIG_IGN);
+        } else {
+            // When the signal arrived, on CLOCK_MONOTONIC (as System.nanoTime is on Linux), for the benchmarks.
+            sun.misc.Signal.handle(new sun.misc.Signal("TERM"), signal -> {
+                say("term " + System.nanoTime());
+                Runtime.getRuntime().halt(143);
+            });
         }
         for (int serverPort : serverPorts) {
             FakeEngine.startLlamaServer(serverPort).waitUntilListening();

@@ -107,6 +107,10 @@ public final class WardenProcess implements AutoCloseable {
         return process.pid();
     }
 
+    public int port() {
+        return port;
+    }
+
     public Process process() {
         return process;
     }
