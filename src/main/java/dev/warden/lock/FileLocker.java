@@ -65,6 +65,30 @@ public final class FileLocker {
     }
 
     /**
+     * Waits, in the kernel, until whoever holds {@code path} lets go or dies, then lets go at once:
+     * a wake-up, not a lock. Never creates the file (a user's lock must not be recreated by the
+     * watcher); returns at once when there is no file.
+     */
+    public void awaitRelease(Path path) throws LockException {
+        int fd;
+        try {
+            fd = posix.openLockFile(path.toString(), false);
+        } catch (Posix.ErrnoException e) {
+            if (e.errno() == Errno.ENOENT) {
+                return;
+            }
+            throw openFailure(path, e);
+        }
+        try {
+            posix.lockExclusive(fd, true);
+        } catch (Posix.ErrnoException e) {
+            throw lockFailure(path, e);
+        } finally {
+            posix.close(fd);
+        }
+    }
+
+    /**
      * Looks at a lock without creating its file: takes it and lets go at once when it is free.
      * A peer that asks in that instant is refused once and, like filelock, asks again.
      */

@@ -36,6 +36,12 @@ public class ReaperService {
     private static final Logger LOG = Logger.getLogger(ReaperService.class);
     /** filelock's poll while a claim waits out a starting user's probe. */
     private static final Duration CLAIM_POLL = Duration.ofMillis(50);
+    /**
+     * How many live users get a thread waiting in the kernel for their exit, so the reaper reacts
+     * in milliseconds rather than at the next tick. Each is a blocked platform thread; past this
+     * many, the tick alone notices the rest.
+     */
+    private static final int MAX_USER_WATCHERS = 64;
 
     private final WardenConfig config;
     private final EngineUsers users;
@@ -46,6 +52,7 @@ public class ReaperService {
     private final InstantSource clock;
     private final MeterRegistry meters;
     private final java.util.Map<PassOutcome.Action, Counter> passes = new java.util.EnumMap<>(PassOutcome.Action.class);
+    private final java.util.Set<Path> watchedUsers = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private final AtomicReference<ReaperStatus> published = new AtomicReference<>(ReaperStatus.notStarted());
     // Touched by the scheduler's thread (one at a time) and by start/stop.
@@ -75,6 +82,9 @@ public class ReaperService {
         reaper = reaperFor(dir);
         claim(config.reaper().claimTimeout());
         LOG.infof("The reaper %s %s", reaperLock != null ? "watches" : "stands by for", dir.root());
+        // A first pass now, not an interval from now: an engine orphaned before warden started is
+        // stopped at once, and the live users' exits are watched from the start.
+        tick();
     }
 
     public ReaperStatus status() {
@@ -118,6 +128,27 @@ public class ReaperService {
         }
     }
 
+    /**
+     * Waits for one live user's exit on a thread of its own and runs a pass the moment it comes,
+     * so the last user out is noticed at once; the tick stays as the backstop.
+     */
+    private void watchUser(Path userLock) {
+        if (watchedUsers.size() >= MAX_USER_WATCHERS || !watchedUsers.add(userLock)) {
+            return;
+        }
+        Thread.ofPlatform().daemon().name("warden-user-watch").start(() -> {
+            try {
+                locker.awaitRelease(userLock);
+            } catch (dev.warden.lock.LockException e) {
+                LOG.debugf("Not watching %s: %s", userLock, e.getMessage());
+                return;
+            } finally {
+                watchedUsers.remove(userLock);
+            }
+            tick();
+        });
+    }
+
     private void claim(Duration timeout) {
         Path lock = reaper.dir().reaperLock(config.reaper().lockName());
         try {
@@ -148,8 +179,10 @@ public class ReaperService {
         passes.computeIfAbsent(outcome.action(), action -> Counter.builder("warden.reaper.passes")
                 .description("Reaper passes, by what they decided").tag("action", action.name().toLowerCase().replace('_', '-'))
                 .register(meters)).increment();
+        List<String> live = users.liveIds(reaper.dir());
+        live.forEach(id -> watchUser(reaper.dir().userLock(id)));
         published.set(new ReaperStatus(true, "watching " + reaper.dir().root(), reaper.idleSince(), Optional.of(outcome),
                 acted ? Optional.of(outcome) : last.lastAction(), acted ? Optional.of(clock.instant()) : last.lastActionAt(),
-                expected, answers, users.liveIds(reaper.dir()).size(), reaper.dir().keepWarmMarkers().size()));
+                expected, answers, live.size(), reaper.dir().keepWarmMarkers().size()));
     }
 }

@@ -145,6 +145,29 @@ class FileLockerTest {
     }
 
     @Test
+    void awaitingAReleaseEndsWhenTheHolderDiesAndNeverCreatesOrKeepsTheLock() throws Exception {
+        Path file = dir.resolve("user.lock");
+        locker.awaitRelease(file);
+        assertFalse(Files.exists(file), "waiting on a user's lock must never create it");
+        try (Peer holder = Peer.flockHolder(file)) {
+            CompletableFuture<Void> released = new CompletableFuture<>();
+            Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    locker.awaitRelease(file);
+                    released.complete(null);
+                } catch (LockException e) {
+                    released.completeExceptionally(e);
+                }
+            });
+            Await.until("the watcher waits in the kernel", () -> blockedWaiters(file) > 0);
+            assertFalse(released.isDone());
+            holder.kill();
+            released.get(20, TimeUnit.SECONDS);
+            assertTrue(Peer.flockCanTake(file), "the watcher lets go at once");
+        }
+    }
+
+    @Test
     void probeLooksWithoutCreatingTheFile() throws Exception {
         Path file = dir.resolve("server.lock");
         assertEquals(LockProbe.ABSENT, locker.probe(file));

@@ -61,6 +61,34 @@ class ReaperIT {
     }
 
     @Test
+    void theLastUsersExitIsNoticedAtOnceNotAtTheNextTick() throws Exception {
+        Path engine = engineDir().getParent();
+        try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", "0");
+                Peer user = Peer.flockHolder(engine.resolve("engine-users/lilbee-1.lock"))) {
+            llamaSwap.writeRecord(engine, "chat", FakeEngine.freePort(), List.of());
+            // With a pass an hour apart, only the wake-up on the user's exit can stop the engine in time.
+            try (WardenProcess warden = WardenProcess.serve("user-watch", List.of("-Dwarden.reaper.interval=1h"),
+                    "--data-root", dir.resolve("root").toString(), "--engine-dir", engine.toString())) {
+                warden.awaitJson("/api/v1/status", "/reaper/last_pass/action", a -> "users-live".equals(a.asText()));
+                user.kill();
+                assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)), warden.log());
+            }
+        }
+    }
+
+    @Test
+    void anEngineOrphanedBeforeWardenStartedIsStoppedAtStart() throws Exception {
+        Path engine = engineDir().getParent();
+        try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", "0")) {
+            llamaSwap.writeRecord(engine, "chat", FakeEngine.freePort(), List.of());
+            try (WardenProcess warden = WardenProcess.serve("orphan-at-start", List.of("-Dwarden.reaper.interval=1h"),
+                    "--data-root", dir.resolve("root").toString(), "--engine-dir", engine.toString())) {
+                assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)), warden.log());
+            }
+        }
+    }
+
+    @Test
     void anotherReaperHoldingTheReaperLockKeepsWardenFromActingUntilItExits() throws Exception {
         Path engine = engineDir().getParent();
         try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", "0");
