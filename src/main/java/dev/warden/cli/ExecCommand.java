@@ -76,6 +76,7 @@ public class ExecCommand implements Callable<Integer> {
     /** filelock's own poll interval while a lock with a deadline waits. */
     private static final Duration POLL = Duration.ofMillis(50);
     private static final int SIGINT = 2;
+    private static final int SIGTERM = 15;
 
     @Option(names = "--hold", required = true, split = ",", paramLabel = "LOCK", converter = HoldConverter.class,
             description = "The locks to hold, comma-separated or repeated.")
@@ -206,23 +207,38 @@ public class ExecCommand implements Callable<Integer> {
     }
 
     private int run() throws IOException, InterruptedException {
-        Process child;
+        // Handlers first: a stop request that comes while the command starts must reach it too,
+        // not end warden (and free the locks) under a running command.
+        java.util.concurrent.atomic.AtomicReference<Process> child = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicInteger pending = new java.util.concurrent.atomic.AtomicInteger();
+        Signal.handle(new Signal("TERM"), s -> forward(child.get(), SIGTERM, pending));
+        Signal.handle(new Signal("INT"), s -> forward(child.get(), SIGINT, pending));
+        Process started;
         try {
-            child = new ProcessBuilder(command).inheritIO().start();
+            started = new ProcessBuilder(command).inheritIO().start();
         } catch (IOException e) {
             spec.commandLine().getErr().println("warden: cannot run " + command.getFirst() + ": " + e.getMessage());
             return ExitCodes.ERROR;
         }
-        // Pass stop requests on, and keep holding the locks until the command has ended.
-        Signal.handle(new Signal("TERM"), s -> child.destroy());
-        Signal.handle(new Signal("INT"), s -> {
-            try {
-                posix.kill(child.pid(), SIGINT);
-            } catch (dev.warden.lock.Posix.ErrnoException e) {
-                child.destroy();
-            }
-        });
-        return child.waitFor();
+        child.set(started);
+        int early = pending.getAndSet(0);
+        if (early != 0) {
+            forward(started, early, pending);
+        }
+        return started.waitFor();
+    }
+
+    /** Passes a signal on to the command, or keeps it for the command about to start. */
+    private void forward(Process child, int signal, java.util.concurrent.atomic.AtomicInteger pending) {
+        if (child == null) {
+            pending.set(signal);
+            return;
+        }
+        try {
+            posix.kill(child.pid(), signal);
+        } catch (dev.warden.lock.Posix.ErrnoException e) {
+            child.destroy();
+        }
     }
 
     static final class HoldConverter implements CommandLine.ITypeConverter<Hold> {

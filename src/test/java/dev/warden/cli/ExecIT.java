@@ -39,22 +39,36 @@ class ExecIT {
         final Process process;
         final BufferedReader out;
 
+        private final java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
+
         Running(String... args) throws Exception {
             List<String> command = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
                     "-jar", System.getProperty("warden.it.jar", "target/quarkus-app/quarkus-run.jar"), "exec"));
             command.addAll(List.of(args));
             process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             out = new BufferedReader(new InputStreamReader(process.getInputStream()));
+            Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    String line;
+                    while ((line = out.readLine()) != null) {
+                        lines.add(line);
+                    }
+                } catch (java.io.IOException e) {
+                    // the stream closed
+                }
+            });
         }
 
+        /** Waits for a line of the command's output; gives up (never hangs) after the usual patience. */
         void awaitLine(String expected) throws Exception {
-            String line;
-            while ((line = out.readLine()) != null) {
-                if (line.equals(expected)) {
+            long deadline = System.nanoTime() + Await.PATIENCE.toNanos();
+            while (System.nanoTime() < deadline) {
+                String line = lines.poll(50, TimeUnit.MILLISECONDS);
+                if (expected.equals(line)) {
                     return;
                 }
             }
-            throw new AssertionError("exec ended before printing " + expected);
+            throw new AssertionError("exec never printed " + expected);
         }
 
         int exitCode() throws InterruptedException {
@@ -66,6 +80,14 @@ class ExecIT {
         public void close() {
             process.descendants().forEach(ProcessHandle::destroyForcibly);
             process.destroyForcibly();
+            commands.forEach(ProcessHandle::destroyForcibly);
+        }
+
+        /** The command's processes, noted while they are still warden's children, to end them even if warden dies first. */
+        private final List<ProcessHandle> commands = new ArrayList<>();
+
+        void noteCommand() {
+            commands.addAll(process.descendants().toList());
         }
     }
 
@@ -148,6 +170,7 @@ class ExecIT {
         try (Running exec = new Running("--hold", "data-dir", "--data-root", root.toString(), "--",
                 "sh", "-c", "trap 'echo got-term; exit 5' TERM; echo started; while :; do sleep 0.05; done")) {
             exec.awaitLine("started");
+            exec.noteCommand();
             assertFalse(Peer.flockCanTake(data.resolve("server.lock")));
             // Process.destroy() would also close our end of its stdout; send the signal alone.
             new NativePosix().kill(exec.process.pid(), 15);

@@ -68,15 +68,16 @@ public final class WardenProcess implements AutoCloseable {
                 builder.environment().put(k, v);
             }
         });
-        Process process = builder.start();
+        // Output to files, not pipes: a hung warden (or a command that outlives it) cannot hang the test.
+        Path out = logFile("run-out");
+        Path err = logFile("run-err");
+        Process process = builder.redirectOutput(out.toFile()).redirectError(err.toFile()).start();
         process.getOutputStream().close();
-        var stdout = process.getInputStream().readAllBytes();
-        var stderr = process.getErrorStream().readAllBytes();
         if (!process.waitFor(60, TimeUnit.SECONDS)) {
             process.destroyForcibly();
-            throw new AssertionError("warden " + String.join(" ", args) + " did not end");
+            throw new AssertionError("warden " + String.join(" ", args) + " did not end within 60 s: " + Files.readString(err));
         }
-        return new Result(process.exitValue(), new String(stdout), new String(stderr));
+        return new Result(process.exitValue(), Files.readString(out), Files.readString(err));
     }
 
     public record Result(int exitCode, String stdout, String stderr) {
