@@ -14,6 +14,7 @@ import dev.warden.lock.HeldLock;
 import dev.warden.lock.NativePosix;
 import dev.warden.reaper.Reaper;
 import dev.warden.testing.Await;
+import dev.warden.testing.KernelLocks;
 import dev.warden.testing.FakeEngine;
 import dev.warden.testing.Peer;
 import dev.warden.testing.WardenProcess;
@@ -58,7 +59,7 @@ class ReaperBench {
                     llamaSwap.writeRecord(engine, "chat", FakeEngine.freePort(), List.of());
                     // A real user lives long before it dies: let the reaper see it first (its watcher then
                     // waits in the kernel on the user's lock).
-                    Await.until("the reaper watches the user", () -> blockedWaiters() > 0);
+                    Await.until("the reaper watches the user", () -> KernelLocks.blockedWaiters() > 0);
                     long killedAt = System.nanoTime();
                     user.process().destroyForcibly();
                     llamaSwap.await(llamaSwap.printed().stream().filter(l -> l.startsWith("term ")).findFirst()
@@ -78,13 +79,6 @@ class ReaperBench {
                         "p99 < interval + 100 ms (1,100 ms); aim < 100 ms")));
     }
 
-    private static long blockedWaiters() {
-        try {
-            return Files.readAllLines(Path.of("/proc/locks")).stream().filter(l -> l.contains("->")).count();
-        } catch (java.io.IOException e) {
-            return 0;
-        }
-    }
 
     private static String awaitTerm(FakeEngine engine) {
         Await.until("the engine gets SIGTERM", () -> engine.printed().stream().anyMatch(l -> l.startsWith("term ")));

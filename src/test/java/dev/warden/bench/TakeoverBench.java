@@ -5,6 +5,7 @@ import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
 import dev.warden.lock.NativePosix;
 import dev.warden.testing.Await;
+import dev.warden.testing.KernelLocks;
 import dev.warden.testing.Peer;
 import dev.warden.testing.WardenProcess;
 import java.io.BufferedReader;
@@ -110,7 +111,7 @@ class TakeoverBench {
                 at.completeExceptionally(e);
             }
         });
-        Await.until("warden waits in the kernel", () -> blockedWaiters() > 0);
+        Await.until("warden waits in the kernel", () -> KernelLocks.blockedWaiters() > 0);
         return new Started(at, () -> held.get(30, TimeUnit.SECONDS).close());
     }
 
@@ -121,7 +122,7 @@ class TakeoverBench {
             throw new AssertionError("the Python waiter did not start");
         }
         if (blocksInKernel) {
-            Await.until("the peer waits in the kernel", () -> blockedWaiters() > 0);
+            Await.until("the peer waits in the kernel", () -> KernelLocks.blockedWaiters() > 0);
         } else {
             sleep(120); // filelock polls: let it settle into its loop
         }
@@ -159,13 +160,6 @@ class TakeoverBench {
         return micros;
     }
 
-    private static long blockedWaiters() {
-        try {
-            return Files.readAllLines(Path.of("/proc/locks")).stream().filter(l -> l.contains("->")).count();
-        } catch (IOException e) {
-            return 0;
-        }
-    }
 
     private static void sleep(long ms) {
         try {

@@ -13,6 +13,7 @@ import dev.warden.lock.LockException;
 import dev.warden.lock.NativePosix;
 import dev.warden.lock.ProcLocks;
 import dev.warden.testing.Await;
+import dev.warden.testing.KernelLocks;
 import dev.warden.testing.Peer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -101,7 +102,7 @@ class LockKeeperTest {
         // A peer blocked on the scope reports whether the owner file still exists when it wins.
         try (Peer waiter = Peer.pythonHolder(scopeLock,
                 "import os; print('owner-file-present' if os.path.exists(" + pyString(owner.toString()) + ") else 'owner-file-gone', flush=True)")) {
-            Await.until("the peer waits on the scope", () -> waiters() > 0);
+            Await.until("the peer waits on the scope", () -> KernelLocks.blockedWaiters() > 0);
             keeper.stop();
             List<String> lines = waiter.awaitLine("owner-file-gone", Duration.ofSeconds(20));
             assertFalse(lines.contains("owner-file-present"), lines.toString());
@@ -208,13 +209,6 @@ class LockKeeperTest {
         }
     }
 
-    private static long waiters() {
-        try {
-            return Files.readAllLines(Path.of("/proc/locks")).stream().filter(l -> l.contains("->")).count();
-        } catch (Exception e) {
-            return 0;
-        }
-    }
 
     private static String pyString(String s) {
         return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'";

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.testing.Await;
+import dev.warden.testing.KernelLocks;
 import dev.warden.testing.Peer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -115,7 +116,7 @@ class FileLockerTest {
         Peer first = Peer.flockHolder(file);
         CompletableFuture<HeldLock> waiting = lockInBackground(file);
         // warden blocks on the first inode; the file is then replaced and a second peer holds the new one.
-        Await.until("warden waits on the first lock file", () -> blockedWaiters(file) > 0);
+        Await.until("warden waits on the first lock file", () -> KernelLocks.blockedWaiters(file) > 0);
         Files.delete(file);
         try (Peer second = Peer.flockHolder(file)) {
             long retriesBefore = locker.replacedFileRetries();
@@ -159,7 +160,7 @@ class FileLockerTest {
                     released.completeExceptionally(e);
                 }
             });
-            Await.until("the watcher waits in the kernel", () -> blockedWaiters(file) > 0);
+            Await.until("the watcher waits in the kernel", () -> KernelLocks.blockedWaiters(file) > 0);
             assertFalse(released.isDone());
             holder.kill();
             released.get(20, TimeUnit.SECONDS);
@@ -278,16 +279,6 @@ class FileLockerTest {
         return waiting;
     }
 
-    private static long blockedWaiters(Path file) {
-        try {
-            FileId id = new NativePosix().stat(file.toString());
-            String wanted = ":" + id.inode() + " ";
-            return Files.readAllLines(Path.of("/proc/locks")).stream()
-                    .filter(l -> l.contains("->") && l.contains(wanted)).count();
-        } catch (Exception e) {
-            return 0;
-        }
-    }
 
     private static class Delegating implements Posix {
         private final Posix real;
