@@ -1,0 +1,113 @@
+package dev.warden.deploy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The chart and the k8s/ manifests through the real helm (built from its Go module) and decoded
+ * strictly against the Kubernetes API types of k8s.io/api by {@code src/test/go/kubecheck}: an
+ * unknown or misspelt field, a wrong type or an unknown kind fails, as it would with
+ * {@code kubectl apply --validate=strict}. .ci/run builds both tools into target/tools.
+ */
+class KubernetesTypesInteropIT {
+
+    private static final Path CHART = Path.of("helm", "warden");
+
+    record Run(int exitCode, String output) {
+    }
+
+    private static String tool(String name) {
+        String path = System.getProperty("warden.interop." + name, "");
+        if (path.isEmpty()) {
+            String why = "no " + name + ": run with -Pinterop -Dinterop." + name + "=<path>, as .ci/run does";
+            System.err.println("SKIPPED: " + why);
+            Assumptions.abort(why);
+        }
+        return path;
+    }
+
+    private static Run run(String stdin, String... command) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        try (var in = process.getOutputStream()) {
+            in.write(stdin.getBytes(StandardCharsets.UTF_8));
+        }
+        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!process.waitFor(120, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError(String.join(" ", command) + " did not finish: " + out);
+        }
+        return new Run(process.exitValue(), out);
+    }
+
+    private static Run accepted(String stdin, String... command) throws IOException, InterruptedException {
+        Run result = run(stdin, command);
+        assertEquals(0, result.exitCode(), String.join(" ", command) + "\n" + result.output());
+        return result;
+    }
+
+    static Stream<Path> ciValues() throws IOException {
+        return HelmChartTest.ciValues();
+    }
+
+    @ParameterizedTest
+    @MethodSource("ciValues")
+    void everyCiValuesFilePassesHelmLintStrict(Path values) throws Exception {
+        Run lint = accepted("", tool("helm"), "lint", "--strict", CHART.toString(), "-f", values.toString());
+        assertTrue(lint.output().contains("0 chart(s) failed"), lint.output());
+    }
+
+    @ParameterizedTest
+    @MethodSource("ciValues")
+    void everyObjectTheChartRendersDecodesStrictly(Path values) throws Exception {
+        String rendered = accepted("", tool("helm"), "template", "lib", CHART.toString(), "-f", values.toString()).output();
+        Run decoded = accepted(rendered, tool("kubecheck"), "-");
+        // The pod, its volume, config and service, and the `helm test` hook: all of them decoded.
+        assertTrue(decoded.output().contains("ok apps/v1 Deployment lib-warden"), decoded.output());
+        assertTrue(decoded.output().contains("ok v1 Pod lib-warden-test-readiness"), decoded.output());
+        assertEquals(rendered.split("(?m)^kind: ").length - 1, decoded.output().lines().count(),
+                "every rendered object is decoded: " + decoded.output());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"emptydir", "pvc"})
+    void eachKustomizeOverlayDecodesStrictly(String overlay) throws Exception {
+        Run decoded = accepted("", tool("kubecheck"), "--kustomize", "k8s/overlays/" + overlay);
+        assertTrue(decoded.output().contains("ok apps/v1 Deployment warden"), decoded.output());
+        assertTrue(decoded.output().contains("ok v1 Service warden"), decoded.output());
+    }
+
+    @Test
+    void theCheckerRefusesAnUnknownFieldAndAnUnknownKind(@TempDir Path dir) throws Exception {
+        // The controls: a checker that accepted everything would pass the tests above.
+        List<String> deployment = new ArrayList<>(Files.readAllLines(Path.of("k8s/base/deployment.yaml")));
+        int line = deployment.indexOf(deployment.stream().filter(l -> l.trim().equals("shareProcessNamespace: true"))
+                .findFirst().orElseThrow());
+        deployment.set(line, deployment.get(line).replace("shareProcessNamespace", "shareProcessNamespaces"));
+        Run typo = run(String.join("\n", deployment), tool("kubecheck"), "-");
+        assertEquals(1, typo.exitCode(), typo.output());
+        assertTrue(typo.output().contains("unknown field \"spec.template.spec.shareProcessNamespaces\""), typo.output());
+
+        Run wrongType = run("apiVersion: v1\nkind: Service\nmetadata:\n  name: x\nspec:\n  ports:\n    - port: http\n",
+                tool("kubecheck"), "-");
+        assertEquals(1, wrongType.exitCode(), wrongType.output());
+
+        Run unknownKind = run("apiVersion: v1\nkind: Sidecar\nmetadata:\n  name: x\n", tool("kubecheck"), "-");
+        assertEquals(1, unknownKind.exitCode(), unknownKind.output());
+        assertTrue(unknownKind.output().contains("no kind \"Sidecar\""), unknownKind.output());
+    }
+}
