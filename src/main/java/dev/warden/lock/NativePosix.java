@@ -9,6 +9,7 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
+import java.util.List;
 
 /**
  * libc through the FFM API: the only class in warden that touches {@code java.lang.foreign}.
@@ -24,6 +25,7 @@ public final class NativePosix implements Posix {
     // asm-generic (aarch64, riscv64) and x86 disagree on O_NOFOLLOW.
     private static final int O_NOFOLLOW = "amd64".equals(System.getProperty("os.arch"))
             || "x86_64".equals(System.getProperty("os.arch")) ? 0400000 : 0100000;
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
     private static final int LOCK_EX = 2;
     private static final int LOCK_NB = 4;
     /** Mode for a new lock file, as filelock creates it: anyone may lock it, the umask decides. */
@@ -44,20 +46,49 @@ public final class NativePosix implements Posix {
     private final MethodHandle strerror;
     private final MethodHandle kill;
 
+    /**
+     * Every downcall warden makes. A native image links only the shapes registered at build time,
+     * so each one is also listed in META-INF/native-image/dev.warden/warden/reachability-metadata.json
+     * (NativeImageMetadataTest keeps the two in step).
+     */
+    static final List<Downcall> DOWNCALLS = List.of(
+            new Downcall("open", FunctionDescriptor.of(INT, ValueLayout.ADDRESS, INT, INT), true, 2),
+            new Downcall("flock", FunctionDescriptor.of(INT, INT, INT), true, -1),
+            new Downcall("close", FunctionDescriptor.of(INT, INT), false, -1),
+            new Downcall("fstat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS), true, -1),
+            new Downcall("stat", FunctionDescriptor.of(INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS), true, -1),
+            new Downcall("kill", FunctionDescriptor.of(INT, INT, INT), true, -1),
+            new Downcall("strerror", FunctionDescriptor.of(ValueLayout.ADDRESS, INT), false, -1));
+
+    /** A libc function's shape, and whether errno is captured right after the call. */
+    record Downcall(String symbol, FunctionDescriptor descriptor, boolean capturesErrno, int firstVariadicArg) {
+
+        Linker.Option[] options() {
+            List<Linker.Option> options = new java.util.ArrayList<>();
+            if (capturesErrno) {
+                options.add(Linker.Option.captureCallState("errno"));
+            }
+            if (firstVariadicArg >= 0) {
+                options.add(Linker.Option.firstVariadicArg(firstVariadicArg));
+            }
+            return options.toArray(Linker.Option[]::new);
+        }
+    }
+
     public NativePosix() {
         Linker linker = Linker.nativeLinker();
         SymbolLookup libc = linker.defaultLookup();
-        Linker.Option errno = Linker.Option.captureCallState("errno");
-        ValueLayout.OfInt i = ValueLayout.JAVA_INT;
-        open = linker.downcallHandle(find(libc, "open"),
-                FunctionDescriptor.of(i, ValueLayout.ADDRESS, i, i), errno, Linker.Option.firstVariadicArg(2));
-        flock = linker.downcallHandle(find(libc, "flock"), FunctionDescriptor.of(i, i, i), errno);
-        close = linker.downcallHandle(find(libc, "close"), FunctionDescriptor.of(i, i));
-        fstat = linker.downcallHandle(find(libc, "fstat"), FunctionDescriptor.of(i, i, ValueLayout.ADDRESS), errno);
-        stat = linker.downcallHandle(find(libc, "stat"),
-                FunctionDescriptor.of(i, ValueLayout.ADDRESS, ValueLayout.ADDRESS), errno);
-        kill = linker.downcallHandle(find(libc, "kill"), FunctionDescriptor.of(i, i, i), errno);
-        strerror = linker.downcallHandle(find(libc, "strerror"), FunctionDescriptor.of(ValueLayout.ADDRESS, i));
+        java.util.Map<String, MethodHandle> linked = new java.util.HashMap<>();
+        for (Downcall call : DOWNCALLS) {
+            linked.put(call.symbol(), linker.downcallHandle(find(libc, call.symbol()), call.descriptor(), call.options()));
+        }
+        open = linked.get("open");
+        flock = linked.get("flock");
+        close = linked.get("close");
+        fstat = linked.get("fstat");
+        stat = linked.get("stat");
+        kill = linked.get("kill");
+        strerror = linked.get("strerror");
     }
 
     private static MemorySegment find(SymbolLookup lookup, String name) {

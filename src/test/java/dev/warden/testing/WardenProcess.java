@@ -42,8 +42,9 @@ public final class WardenProcess implements AutoCloseable {
     /** {@code warden serve ARGS} with extra {@code -D} settings. */
     public static WardenProcess serve(String name, List<String> settings, String... args) throws IOException {
         int port = freePort();
-        List<String> command = command("-Dquarkus.http.port=" + port, "-Dquarkus.http.host=127.0.0.1");
-        command.addAll(command.size() - 2, settings);
+        List<String> options = new ArrayList<>(List.of("-Dquarkus.http.port=" + port, "-Dquarkus.http.host=127.0.0.1"));
+        options.addAll(settings);
+        List<String> command = command(options.toArray(String[]::new));
         command.add("serve");
         command.addAll(List.of(args));
         Path log = logFile(name);
@@ -83,7 +84,14 @@ public final class WardenProcess implements AutoCloseable {
     public record Result(int exitCode, String stdout, String stderr) {
     }
 
+    /** The packaged warden: the fast-jar, or with -Pnative the native executable (which takes -D settings too). */
     private static List<String> command(String... jvmOptions) {
+        String runner = System.getProperty("warden.it.native", "");
+        if (!runner.isEmpty()) {
+            List<String> command = new ArrayList<>(List.of(runner));
+            command.addAll(java.util.Arrays.stream(jvmOptions).filter(o -> o.startsWith("-D")).toList());
+            return command;
+        }
         String jar = System.getProperty("warden.it.jar", "target/quarkus-app/quarkus-run.jar");
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> command = new ArrayList<>(List.of(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1"));
