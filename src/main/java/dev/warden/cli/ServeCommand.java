@@ -8,6 +8,7 @@ import dev.warden.lock.LockException;
 import dev.warden.reaper.ReaperService;
 import io.quarkus.runtime.Quarkus;
 import jakarta.inject.Inject;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
@@ -79,6 +80,14 @@ public class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        Duration interval = config.reaper().interval();
+        if (config.reaper().enabled() && interval.compareTo(Duration.ofSeconds(1)) < 0) {
+            // Quarkus's scheduler looks at its triggers once a second; a shorter interval would silently be 1 s.
+            spec.commandLine().getErr().println("warden: warden.reaper.interval is " + interval.toMillis()
+                    + " ms, but reaper passes run at most once a second; set it to 1s or more (a user's exit"
+                    + " is noticed at once anyway: warden waits on each live user's lock)");
+            return ExitCodes.USAGE;
+        }
         LilbeePaths lilbee = paths.resolve(config);
         Optional<Refusal> refusal;
         try {

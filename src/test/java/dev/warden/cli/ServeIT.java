@@ -172,4 +172,14 @@ class ServeIT {
         assertEquals(2, none.exitCode());
         assertTrue(none.stderr().contains("Missing command"), none.stderr());
     }
+
+    @Test
+    void aReaperIntervalTheSchedulerCannotKeepIsRefusedNotRoundedUp() throws Exception {
+        WardenProcess.Result result = WardenProcess.run(java.util.Map.of("WARDEN_REAPER_INTERVAL", "100ms"),
+                "serve", "--data-root", dir.toString());
+        assertEquals(2, result.exitCode(), result.stderr());
+        assertTrue(result.stderr().contains("warden.reaper.interval is 100 ms"), result.stderr());
+        assertTrue(result.stderr().contains("set it to 1s or more"), result.stderr());
+        assertFalse(Files.exists(dir.resolve("data/server.lock")), "nothing is taken before the settings are checked");
+    }
 }
