@@ -68,6 +68,9 @@ class HelmChartTest {
         Path typo = Files.writeString(dir.resolve("typo.yaml"), "warden:\n  reaper:\n    idleTTL: 5m\n");
         Exception unknown = assertThrows(Exception.class, () -> render(typo));
         assertTrue(unknown.getMessage().contains("idleTTL"), unknown.getMessage());
+        Path tooOften = Files.writeString(dir.resolve("often.yaml"), "warden:\n  reaper:\n    interval: 100ms\n");
+        Exception interval = assertThrows(Exception.class, () -> render(tooOften));
+        assertTrue(interval.getMessage().contains("interval"), interval.getMessage());
         Path wrongType = Files.writeString(dir.resolve("type.yaml"), "replicas: two\n");
         Exception type = assertThrows(Exception.class, () -> render(wrongType));
         assertTrue(type.getMessage().contains("replicas"), type.getMessage());
