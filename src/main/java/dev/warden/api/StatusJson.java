@@ -76,6 +76,10 @@ public class StatusJson {
             record.put("ours", r.ours());
             record.put("answers", r.answers());
         }
+        ArrayNode unreadable = engine.putArray("unreadable_records");
+        for (var bad : look.unreadable()) {
+            unreadable.addObject().put("file", bad.file().getFileName().toString()).put("reason", bad.reason());
+        }
         return engine;
     }
 

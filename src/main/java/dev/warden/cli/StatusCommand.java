@@ -96,6 +96,9 @@ public class StatusCommand implements Callable<Integer> {
                 out.printf("engine     %s: pid %d%s, ours: %s, answers: %s%n", r.file(), r.pid(),
                         r.proxyPort().map(p -> ", port " + p).orElse(""), r.ours(), r.answers() ? "yes" : "no");
             }
+            for (var bad : engineLook.unreadable()) {
+                out.printf("unreadable %s: %s (left in place)%n", bad.file().getFileName(), bad.reason());
+            }
         }
         out.flush();
         return ExitCodes.OK;

@@ -32,7 +32,8 @@ public class EngineInspector {
 
     public EngineLook look(EngineDir dir, String reaperLockName) {
         List<EngineLook.RecordLook> looks = new ArrayList<>();
-        for (EngineRecord record : records.read(dir)) {
+        EngineRecords.Scan scan = records.scan(dir);
+        for (EngineRecord record : scan.records()) {
             String ours = switch (identity.of(record)) {
                 case Identity.Ours o -> "yes";
                 case Identity.Gone g -> "gone";
@@ -44,7 +45,7 @@ public class EngineInspector {
                     ours, record.proxyPort().isPresent() && client.answers(EngineClient.loopback(record.proxyPort().getAsInt()))));
         }
         List<String> markers = dir.keepWarmMarkers().stream().map(p -> p.getFileName().toString()).toList();
-        return new EngineLook(dir.root(), users.liveIds(dir), markers, looks, reaperLock(dir.reaperLock(reaperLockName)));
+        return new EngineLook(dir.root(), users.liveIds(dir), markers, looks, scan.unreadable(), reaperLock(dir.reaperLock(reaperLockName)));
     }
 
     private String reaperLock(Path lock) {

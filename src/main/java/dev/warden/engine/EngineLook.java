@@ -8,9 +8,10 @@ import java.util.Optional;
  * One look at an engine dir: who uses it, whether it is kept warm, and each recorded engine.
  *
  * @param reaperLock "free", or "held" with the holder's pid where the kernel's lock table shows it
+ * @param unreadable files named like records that are not records, each with why
  */
 public record EngineLook(Path dir, List<String> liveUsers, List<String> keepWarmMarkers, List<RecordLook> records,
-        String reaperLock) {
+        List<EngineRecords.Unreadable> unreadable, String reaperLock) {
 
     /**
      * One recorded engine.

@@ -1,10 +1,18 @@
 package dev.warden.engine;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -29,40 +37,94 @@ public final class EngineRecords {
     private static final Pattern NAME = Pattern.compile("llama-swap\\.state(?:\\.(?:(.+)\\.)?(\\d+))?\\.json");
     private static final int MAX_PORT = 65535;
 
+    /** A record younger than this that does not parse may be a write in flight: not reported yet. */
+    private static final Duration IN_FLIGHT = Duration.ofSeconds(2);
+
     private final ObjectMapper json;
+    /** What was last reported about each unreadable record, so a pass a second does not repeat it. */
+    private final Map<Path, String> reported = new ConcurrentHashMap<>();
 
     public EngineRecords(ObjectMapper json) {
         this.json = json;
     }
 
-    /** The records that parse, in file-name order. */
-    public List<EngineRecord> read(EngineDir dir) {
-        List<EngineRecord> records = new ArrayList<>();
-        for (Path file : dir.recordFiles()) {
-            parse(file).ifPresent(records::add);
-        }
-        return records;
+    /** A file named like a record that is not one, and why. */
+    public record Unreadable(Path file, String reason) {
     }
 
-    Optional<EngineRecord> parse(Path file) {
-        Matcher name = NAME.matcher(file.getFileName().toString());
-        if (!name.matches()) {
-            return Optional.empty();
+    /** The records that parse, in file-name order, and the files that do not. */
+    public record Scan(List<EngineRecord> records, List<Unreadable> unreadable) {
+    }
+
+    /**
+     * The records that parse, in file-name order. A file that does not parse is left where it is
+     * and reported once (again only if it changes), unless it may still be being written.
+     */
+    public List<EngineRecord> read(EngineDir dir) {
+        Scan scan = scan(dir);
+        report(scan.unreadable());
+        return scan.records();
+    }
+
+    /** Reads every record file without logging: for status. */
+    public Scan scan(EngineDir dir) {
+        List<EngineRecord> records = new ArrayList<>();
+        List<Unreadable> unreadable = new ArrayList<>();
+        for (Path file : dir.recordFiles()) {
+            Matcher name = NAME.matcher(file.getFileName().toString());
+            if (name.matches()) {
+                Parsed parsed = parse(file, name);
+                if (parsed.record() != null) {
+                    records.add(parsed.record());
+                } else {
+                    unreadable.add(parsed.unreadable());
+                }
+            }
         }
+        return new Scan(records, unreadable);
+    }
+
+    private void report(List<Unreadable> unreadable) {
+        Map<Path, String> now = new HashMap<>();
+        for (Unreadable bad : unreadable) {
+            try {
+                FileTime modified = Files.getLastModifiedTime(bad.file(), LinkOption.NOFOLLOW_LINKS);
+                if (modified.toInstant().plus(IN_FLIGHT).isAfter(Instant.now())) {
+                    continue;
+                }
+                now.put(bad.file(), bad.reason() + "@" + modified.toMillis());
+            } catch (IOException e) {
+                continue;
+            }
+            if (!now.get(bad.file()).equals(reported.get(bad.file()))) {
+                LOG.warnf("Engine record %s is not a record (%s). warden leaves it in place and acts on no engine for"
+                        + " it; lilbee replaces it when that engine starts again. Delete it if no llama-swap of that"
+                        + " group runs.", bad.file(), bad.reason());
+            }
+        }
+        reported.keySet().retainAll(now.keySet());
+        reported.putAll(now);
+    }
+
+    /** Parses one record file, or says why it is not one. */
+    private Parsed parse(Path file, Matcher name) {
         JsonNode node;
         try {
-            if (Files.size(file) > MAX_SIZE) {
-                LOG.warnf("Skipping engine record %s: over %d bytes, not a record", file, MAX_SIZE);
-                return Optional.empty();
+            long size = Files.size(file);
+            if (size > MAX_SIZE) {
+                return Parsed.bad(file, size + " bytes, over the " + MAX_SIZE + " a record can be");
+            }
+            if (size == 0) {
+                return Parsed.bad(file, "empty");
             }
             node = json.readTree(Files.readAllBytes(file));
+        } catch (JsonProcessingException e) {
+            return Parsed.bad(file, "not JSON: " + e.getOriginalMessage());
         } catch (IOException | RuntimeException e) {
-            LOG.debugf("Skipping engine record %s for now: %s", file, e.getMessage());
-            return Optional.empty();
+            return Parsed.bad(file, "unreadable: " + e);
         }
         if (node == null || !node.isObject() || !node.path("pid").isIntegralNumber() || !node.path("pid").canConvertToLong()) {
-            LOG.debugf("Skipping engine record %s for now: no integer pid", file);
-            return Optional.empty();
+            return Parsed.bad(file, "no integer pid");
         }
         String group = name.group(1) != null ? name.group(1) : "";
         List<Integer> memberPorts = new ArrayList<>();
@@ -71,13 +133,25 @@ public final class EngineRecords {
         }
         JsonNode created = node.path("created_at");
         JsonNode recordName = node.path("name");
-        return Optional.of(new EngineRecord(file, group, node.get("pid").asLong(),
+        return Parsed.good(new EngineRecord(file, group, node.get("pid").asLong(),
                 node.path("pgid").isIntegralNumber() && node.path("pgid").canConvertToLong()
                         ? OptionalLong.of(node.get("pgid").asLong()) : OptionalLong.empty(),
                 created.isNumber() && Double.isFinite(created.asDouble()) ? OptionalDouble.of(created.asDouble()) : OptionalDouble.empty(),
                 recordName.isTextual() ? Optional.of(recordName.asText()) : Optional.empty(),
                 memberPorts,
                 port(node.path("proxy_port")).map(OptionalInt::of).orElse(OptionalInt.empty())));
+    }
+
+    /** A parsed record or the reason there is none. */
+    private record Parsed(EngineRecord record, Unreadable unreadable) {
+
+        static Parsed good(EngineRecord record) {
+            return new Parsed(record, null);
+        }
+
+        static Parsed bad(Path file, String reason) {
+            return new Parsed(null, new Unreadable(file, reason));
+        }
     }
 
     private static Optional<Integer> port(JsonNode node) {

@@ -65,6 +65,23 @@ class EngineRecordsTest {
     }
 
     @Test
+    void eachFileThatIsNotARecordIsListedWithWhyForStatus() throws Exception {
+        Files.writeString(dir.resolve("llama-swap.state.a.1.json"), "");
+        Files.writeString(dir.resolve("llama-swap.state.b.2.json"), "{\"pid\": 12");
+        Files.writeString(dir.resolve("llama-swap.state.c.3.json"), "{\"pid\": \"12; kill -9 -1\"}");
+        Files.writeString(dir.resolve("llama-swap.state.d.4.json"), "{\"pid\": 1, \"x\": \"" + "a".repeat(1_100_000) + "\"}");
+        Files.writeString(dir.resolve("llama-swap.state.e.5.json"), "{\"pid\": 5}");
+        EngineRecords.Scan scan = records.scan(new EngineDir(dir));
+        assertEquals(List.of(5L), scan.records().stream().map(EngineRecord::pid).toList());
+        List<String> reasons = scan.unreadable().stream().map(u -> u.file().getFileName() + ": " + u.reason()).toList();
+        assertEquals(4, reasons.size(), reasons.toString());
+        assertEquals("llama-swap.state.a.1.json: empty", reasons.get(0));
+        assertTrue(reasons.get(1).startsWith("llama-swap.state.b.2.json: not JSON: "), reasons.get(1));
+        assertEquals("llama-swap.state.c.3.json: no integer pid", reasons.get(2));
+        assertTrue(reasons.get(3).startsWith("llama-swap.state.d.4.json: 1100019 bytes, over the 1048576"), reasons.get(3));
+    }
+
+    @Test
     void writesInFlightAndOtherFilesAreInvisible() throws Exception {
         Files.writeString(dir.resolve(".llama-swap.state.chat.1.json.tmp"), "{\"pid\": 1}");
         Files.writeString(dir.resolve("llama-swap.state.chat.1.json.tmp"), "{\"pid\": 1}");

@@ -48,7 +48,9 @@ public final class WardenProcess implements AutoCloseable {
         command.add("serve");
         command.addAll(List.of(args));
         Path log = logFile(name);
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        ProcessBuilder builder = new ProcessBuilder(command);
+        isolate(builder, name);
+        Process process = builder.redirectErrorStream(true).redirectOutput(log.toFile()).start();
         return new WardenProcess(process, port, log);
     }
 
@@ -62,6 +64,7 @@ public final class WardenProcess implements AutoCloseable {
         List<String> command = command();
         command.addAll(List.of(args));
         ProcessBuilder builder = new ProcessBuilder(command);
+        isolate(builder, "run");
         env.forEach((k, v) -> {
             if (v.isEmpty()) {
                 builder.environment().remove(k);
@@ -82,6 +85,16 @@ public final class WardenProcess implements AutoCloseable {
     }
 
     public record Result(int exitCode, String stdout, String stderr) {
+    }
+
+    /**
+     * A test's warden never touches this machine's own engine dir (~/.local/state/lilbee/engine):
+     * without {@code --engine-dir} it gets one of its own under target/.
+     */
+    private static void isolate(ProcessBuilder builder, String name) throws IOException {
+        builder.environment().remove("LILBEE_ENGINE_DIR");
+        builder.environment().put("XDG_STATE_HOME",
+                Files.createDirectories(Path.of("target", "it-state", name + "-" + System.nanoTime())).toAbsolutePath().toString());
     }
 
     /** The packaged warden: the fast-jar, or with -Pnative the native executable (which takes -D settings too). */
