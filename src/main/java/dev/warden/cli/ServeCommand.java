@@ -74,8 +74,13 @@ public class ServeCommand implements Callable<Integer> {
      * A stop request is the normal end of a sidecar: shut down (the lock keeper releases every
      * lock on the way) and exit 0, where the JVM's default would exit 128 + signal.
      */
-    private static void exitCleanlyOn(String signal) {
-        Signal.handle(new Signal(signal), s -> Quarkus.asyncExit(ExitCodes.OK));
+    private void exitCleanlyOn(String signal) {
+        Signal.handle(new Signal(signal), s -> {
+            // A reaper pass may be running on this command's own thread (the first one is): end it
+            // first, or the exit would wait for it, a stop's grace period and all.
+            reaper.stop();
+            Quarkus.asyncExit(ExitCodes.OK);
+        });
     }
 
     @Override
@@ -88,6 +93,10 @@ public class ServeCommand implements Callable<Integer> {
                     + " is noticed at once anyway: warden waits on each live user's lock)");
             return ExitCodes.USAGE;
         }
+        // Before any lock is taken or the first reaper pass runs: a stop request in that window must not
+        // end the JVM with the default 143 while it holds locks or is stopping an engine.
+        exitCleanlyOn("TERM");
+        exitCleanlyOn("INT");
         LilbeePaths lilbee = paths.resolve(config);
         Optional<Refusal> refusal;
         try {
@@ -105,8 +114,6 @@ public class ServeCommand implements Callable<Integer> {
         if (config.reaper().enabled()) {
             reaper.start(engine.resolve(config));
         }
-        exitCleanlyOn("TERM");
-        exitCleanlyOn("INT");
         Quarkus.waitForExit();
         return ExitCodes.OK;
     }

@@ -41,6 +41,9 @@ public final class EngineStopper {
         List<String> done = new ArrayList<>();
         for (EngineRecord record : records) {
             done.add(stop(record));
+            if (Thread.currentThread().isInterrupted()) {
+                return done;
+            }
         }
         for (Path marker : dir.keepWarmMarkers()) {
             delete(marker);
@@ -60,13 +63,20 @@ public final class EngineStopper {
                 long target = record.pgid().isPresent() && record.pgid().getAsLong() == ours.process().pgid()
                         ? -record.pgid().getAsLong() : record.pid();
                 boolean gone = signaller.terminate(target, record.pid(), termTimeout, killTimeout);
-                what = "stopped llama-swap pid " + record.pid() + (gone ? "" : " (it survived SIGKILL)");
+                what = gone ? "stopped llama-swap pid " + record.pid()
+                        : Thread.currentThread().isInterrupted() ? "sent SIGTERM to llama-swap pid " + record.pid() + ", not yet gone"
+                        : "stopped llama-swap pid " + record.pid() + " (it survived SIGKILL)";
             }
             case Identity.Gone gone -> what = "llama-swap pid " + record.pid() + " had already exited";
             case Identity.Stranger stranger -> {
                 LOG.warnf("Not signalling the engine of %s: %s", record.file(), stranger.reason());
                 what = "did not signal: " + stranger.reason();
             }
+        }
+        if (Thread.currentThread().isInterrupted()) {
+            // Shutting down mid-stop: the record stays, so the next reaper finishes the job.
+            LOG.infof("Engine %s: %s; interrupted by shutdown, record kept", record.file().getFileName(), what);
+            return what + "; interrupted by shutdown, record kept";
         }
         int survivors = reapSurvivors(record, before);
         delete(record.file());

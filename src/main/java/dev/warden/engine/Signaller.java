@@ -43,6 +43,11 @@ public final class Signaller {
         if (waitGone(pid, termTimeout)) {
             return true;
         }
+        if (Thread.currentThread().isInterrupted()) {
+            // warden is shutting down: SIGKILL without the grace the engine was promised would be worse.
+            LOG.infof("%d has SIGTERM; warden is shutting down, so it sends no SIGKILL", pid);
+            return false;
+        }
         LOG.infof("%d did not exit within %d ms of SIGTERM; sending SIGKILL", pid, termTimeout.toMillis());
         send(target, SIGKILL);
         if (waitGone(pid, killTimeout)) {

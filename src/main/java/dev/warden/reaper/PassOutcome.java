@@ -23,6 +23,8 @@ public record PassOutcome(Action action, String detail) {
         /** The unload was refused; a new idle window starts. */
         UNLOAD_REFUSED,
         STOPPED,
+        /** warden is shutting down: the pass ended where it was, signalling and deleting nothing more. */
+        INTERRUPTED,
     }
 
     /** Whether the pass changed something worth remembering as the last action. */

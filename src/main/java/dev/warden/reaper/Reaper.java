@@ -126,6 +126,9 @@ public final class Reaper {
             }
         }
         List<String> done = stopper.stopAll(dir, recorded);
+        if (Thread.currentThread().isInterrupted()) {
+            return interrupted(String.join("; ", done));
+        }
         resetIdle();
         String why = keptWarm ? "it stopped answering" : "every user is gone";
         LOG.infof("Engine stopped at %s (%s)", dir.root(), why);
@@ -158,6 +161,10 @@ public final class Reaper {
         }
         List<String> refusals = engines.stream().map(client::unload).filter(r -> !r.unloaded())
                 .map(EngineClient.UnloadResult::detail).toList();
+        if (Thread.currentThread().isInterrupted()) {
+            // Not a refusal: an engine that no longer seems to answer must not be stopped on the way out.
+            return Optional.of(interrupted("during an unload"));
+        }
         if (!engines.isEmpty() && refusals.isEmpty()) {
             unloaded = true;
             LOG.infof("Engine weights unloaded at %s (idle with no user)", dir.root());
@@ -169,6 +176,11 @@ public final class Reaper {
         }
         LOG.warnf("Unloading the engine at %s was refused (%s); trying again after another idle window", dir.root(), refusals);
         return Optional.of(new PassOutcome(PassOutcome.Action.UNLOAD_REFUSED, String.join("; ", refusals)));
+    }
+
+    private static PassOutcome interrupted(String detail) {
+        LOG.infof("Reaper pass interrupted by shutdown (%s)", detail);
+        return new PassOutcome(PassOutcome.Action.INTERRUPTED, detail);
     }
 
     private List<URI> endpoints(List<EngineRecord> recorded) {

@@ -58,7 +58,9 @@ public class ReaperService {
     // Touched by the scheduler's thread (one at a time) and by start/stop.
     private Reaper reaper;
     private HeldLock reaperLock;
-    private boolean stopped;
+    private volatile boolean stopped;
+    /** The thread running a pass right now, for stop() to interrupt. */
+    private volatile Thread passing;
 
     public ReaperService(WardenConfig config, EngineUsers users, FileLocker locker, EngineRecords records,
             EngineStopper stopper, EngineClient client, InstantSource clock, MeterRegistry meters) {
@@ -99,20 +101,28 @@ public class ReaperService {
     @Scheduled(every = "${warden.reaper.interval}", delayed = "${warden.reaper.interval}",
             concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     synchronized void tick() {
-        if (reaper == null || stopped) {
-            return;
-        }
-        if (reaperLock == null) {
-            claim(Duration.ZERO);
-            if (reaperLock == null) {
+        // Published before stopped is read, so stop() either finds this pass to interrupt or it never starts.
+        passing = Thread.currentThread();
+        try {
+            if (reaper == null || stopped) {
                 return;
             }
-        }
-        try {
+            if (reaperLock == null) {
+                claim(Duration.ZERO);
+                if (reaperLock == null) {
+                    return;
+                }
+            }
             PassOutcome outcome = reaper.pass();
-            publish(outcome);
+            if (outcome.action() != PassOutcome.Action.INTERRUPTED) {
+                publish(outcome);
+            }
         } catch (RuntimeException e) {
             LOG.error("A reaper pass failed; trying again next tick", e);
+        } finally {
+            passing = null;
+            // The scheduler's and the watchers' threads outlive this pass: leave them uninterrupted.
+            Thread.interrupted();
         }
     }
 
@@ -120,11 +130,22 @@ public class ReaperService {
         stop();
     }
 
-    public synchronized void stop() {
+    /**
+     * Stops watching and lets the reaper lock go. A pass under way is interrupted: it sends no
+     * further signal and deletes nothing, so an engine it had only sent SIGTERM keeps its record
+     * for the next reaper.
+     */
+    public void stop() {
         stopped = true;
-        if (reaperLock != null) {
-            reaperLock.close();
-            reaperLock = null;
+        Thread pass = passing;
+        if (pass != null) {
+            pass.interrupt();
+        }
+        synchronized (this) {
+            if (reaperLock != null) {
+                reaperLock.close();
+                reaperLock = null;
+            }
         }
     }
 

@@ -264,6 +264,43 @@ class ReaperTest {
     }
 
     @Test
+    void aPassInterruptedWhileTheEngineHasSigtermSendsNoSigkillAndKeepsItsFiles() throws Exception {
+        FakeEngine engine = engine("--port", "0", "--ignore-term");
+        Path record = engine.writeRecord(dir.root(), "chat", port(), List.of());
+        Path marker = keepWarm();
+        Reaper reaper = reaper(new EngineUsers(locker), Duration.ofMinutes(5), Optional.empty());
+        // Kept warm but not answering: once idle, the pass goes on to stop it, and the engine ignores SIGTERM.
+        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        clock.advance(IDLE_TTL);
+        java.util.concurrent.CompletableFuture<PassOutcome> outcome = new java.util.concurrent.CompletableFuture<>();
+        Thread pass = Thread.ofPlatform().start(() -> outcome.complete(reaper.pass()));
+        engine.await("ignored SIGTERM");
+        pass.interrupt();
+        assertEquals(PassOutcome.Action.INTERRUPTED, outcome.get(10, java.util.concurrent.TimeUnit.SECONDS).action());
+        assertTrue(engine.alive(), "no SIGKILL on the way out");
+        assertTrue(Files.exists(record) && Files.exists(marker), "the next reaper finishes the stop");
+    }
+
+    @Test
+    void aPassInterruptedDuringAnUnloadStopsNothing() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy), "--slow-unload", "60000");
+        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        keepWarm();
+        Reaper reaper = reaper();
+        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        clock.advance(IDLE_TTL);
+        java.util.concurrent.CompletableFuture<PassOutcome> outcome = new java.util.concurrent.CompletableFuture<>();
+        Thread pass = Thread.ofPlatform().start(() -> outcome.complete(reaper.pass()));
+        engine.await("unloading");
+        pass.interrupt();
+        assertEquals(PassOutcome.Action.INTERRUPTED, outcome.get(10, java.util.concurrent.TimeUnit.SECONDS).action());
+        assertTrue(engine.alive());
+        assertFalse(engine.printed().stream().anyMatch(l -> l.startsWith("term ")), "an interrupted unload is no reason to stop");
+        assertTrue(Files.exists(record));
+    }
+
+    @Test
     void anOrphanedLlamaServerOnARecordedPortIsReaped() throws Exception {
         int memberPort = port();
         FakeEngine engine = engine("--port", "0", "--server-port", Integer.toString(memberPort));

@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * (PROTOCOL.md section 4) and prints each event on stdout for the test to read.
  *
  * <p>Arguments: {@code --port N} (0: no HTTP at all), {@code --ignore-term}, {@code --refuse-unload},
- * {@code --old-api} (only {@code GET /unload}), {@code --api-key K}, {@code --server-port N}
+ * {@code --slow-unload MS} (prints "unloading", answers MS later), {@code --old-api} (only {@code GET /unload}), {@code --api-key K}, {@code --server-port N}
  * (spawn a child named llama-server, in its own group, listening on N).
  */
 public final class FakeLlamaSwap {
@@ -25,6 +25,7 @@ public final class FakeLlamaSwap {
         int port = 0;
         boolean ignoreTerm = false;
         boolean refuseUnload = false;
+        long slowUnloadMillis = 0;
         boolean oldApi = false;
         String apiKey = null;
         List<Integer> serverPorts = new ArrayList<>();
@@ -33,6 +34,7 @@ public final class FakeLlamaSwap {
                 case "--port" -> port = Integer.parseInt(args[++i]);
                 case "--ignore-term" -> ignoreTerm = true;
                 case "--refuse-unload" -> refuseUnload = true;
+                case "--slow-unload" -> slowUnloadMillis = Long.parseLong(args[++i]);
                 case "--old-api" -> oldApi = true;
                 case "--api-key" -> apiKey = args[++i];
                 case "--server-port" -> serverPorts.add(Integer.parseInt(args[++i]));
@@ -40,7 +42,7 @@ public final class FakeLlamaSwap {
             }
         }
         if (ignoreTerm) {
-            sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sun.misc.SignalHandler.SIG_IGN);
+            sun.misc.Signal.handle(new sun.misc.Signal("TERM"), signal -> say("ignored SIGTERM"));
         } else {
             // When the signal arrived, on CLOCK_MONOTONIC (as System.nanoTime is on Linux), for the benchmarks.
             sun.misc.Signal.handle(new sun.misc.Signal("TERM"), signal -> {
@@ -58,6 +60,7 @@ public final class FakeLlamaSwap {
             final String key = apiKey;
             final boolean refuse = refuseUnload;
             final boolean old = oldApi;
+            final long slowUnload = slowUnloadMillis;
             http.createContext("/", exchange -> {
                 try (exchange) {
                     String path = exchange.getRequestURI().getPath();
@@ -74,6 +77,16 @@ public final class FakeLlamaSwap {
                         case "POST /api/models/unload" -> {
                             if (old) {
                                 reply(exchange, 404, "404 page not found");
+                            } else if (slowUnload > 0) {
+                                say("unloading");
+                                try {
+                                    Thread.sleep(slowUnload);
+                                } catch (InterruptedException e) {
+                                    Thread.currentThread().interrupt();
+                                }
+                                loaded.set(false);
+                                say("unloaded");
+                                reply(exchange, 200, "{\"msg\": \"ok\"}");
                             } else if (refuse) {
                                 say("unload refused");
                                 reply(exchange, 503, "{\"error\": {\"message\": \"busy loading\"}}");
