@@ -11,22 +11,31 @@ import org.junit.jupiter.api.io.TempDir;
 /** Figure 4: time from process start to ready, and resident memory after a minute idle, JVM mode. */
 class FootprintBench {
 
-    /** The JVM flags the container image uses (src/main/docker/Dockerfile.jvm). */
-    private static final List<String> CONTAINER_FLAGS = List.of("-XX:+UseSerialGC", "-XX:MaxRAMPercentage=75",
-            "-XX:TieredStopAtLevel=1", "-Xss512k");
+    private static final Path DOCKERFILE = Path.of("src", "main", "docker", "Dockerfile.jvm");
     private static final int STARTS = Integer.getInteger("warden.bench.starts", 10);
     private static final long IDLE_MS = Long.getLong("warden.bench.idle-ms", 60_000);
 
     @TempDir
     Path dir;
 
+    /** The JVM flags the container image starts warden with: read from its Dockerfile, so they cannot drift. */
+    static List<String> containerFlags() throws java.io.IOException {
+        java.util.regex.Matcher opts = java.util.regex.Pattern.compile("JAVA_OPTS_APPEND=\"([^\"]*)\"")
+                .matcher(Files.readString(DOCKERFILE));
+        if (!opts.find()) {
+            throw new AssertionError("no JAVA_OPTS_APPEND in " + DOCKERFILE);
+        }
+        return List.of(opts.group(1).trim().split("\\s+"));
+    }
+
     @Test
     void footprint() throws Exception {
+        List<String> flags = containerFlags();
         long[] startMicros = new long[STARTS];
         long rssKb = 0;
         for (int i = 0; i < STARTS; i++) {
             long started = System.nanoTime();
-            try (WardenProcess warden = WardenProcess.serve("bench-start", CONTAINER_FLAGS, "--data-root",
+            try (WardenProcess warden = WardenProcess.serve("bench-start", flags, "--data-root",
                     dir.resolve("root" + i).toString(), "--engine-dir", dir.resolve("engine" + i).toString())) {
                 while (warden.status("/q/health/ready") != 200) {
                     Thread.sleep(2);
@@ -42,7 +51,7 @@ class FootprintBench {
         }
         long[] sorted = TakeoverBench.stats(startMicros);
         Report.section("4. Footprint",
-                "`warden serve` as a fresh JVM with the container's flags (" + String.join(" ", CONTAINER_FLAGS)
+                "`warden serve` as a fresh JVM with the flags of Dockerfile.jvm (" + String.join(" ", flags)
                         + "), reaper on, an empty engine dir. Start: from process start until /q/health/ready answers 200"
                         + " (polled every 2 ms). RSS: VmRSS after " + IDLE_MS / 1000 + " s idle.",
                 List.of("| figure | median | p99 | min | max | runs | goal |", "|---|---|---|---|---|---|---|"),

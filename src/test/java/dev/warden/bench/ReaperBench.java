@@ -40,6 +40,7 @@ class ReaperBench {
 
     private static final int REACTIONS = Integer.getInteger("warden.bench.reactions", 30);
     private static final int RATE = 1000;
+    private static final int RECORD_TRIALS = Integer.getInteger("warden.bench.record-trials", 5);
     private static final Duration LOAD = Duration.ofSeconds(Long.getLong("warden.bench.load-seconds", 30));
     private static final Duration WARM_UP = Duration.ofSeconds(5);
 
@@ -137,6 +138,14 @@ class ReaperBench {
                 sorted[sorted.length - 1] / 1000.0, total, errors.get());
     }
 
+    private static Reaper reaper(EngineDir engine, FileLocker locker, NativePosix posix, ProcessTable processes) {
+        return new Reaper(engine, new EngineUsers(locker), locker, new EngineRecords(new ObjectMapper()),
+                new EngineStopper(new EngineIdentity(processes), processes, new Signaller(posix, processes),
+                        Duration.ofSeconds(5), Duration.ofSeconds(5)),
+                new EngineClient(new ObjectMapper(), Duration.ofMillis(500), Duration.ofSeconds(2), Duration.ofSeconds(30),
+                        Optional.empty()), InstantSource.system(), Duration.ofMinutes(5), Optional.empty());
+    }
+
     @Test
     void passScale() throws Exception {
         List<String> rows = new ArrayList<>();
@@ -158,11 +167,7 @@ class ReaperBench {
                     }
                 }
                 // The locks this JVM holds look live to a pass in this JVM too: flock is per open file.
-                Reaper reaper = new Reaper(engine, new EngineUsers(locker), locker, new EngineRecords(new ObjectMapper()),
-                        new EngineStopper(new EngineIdentity(processes), processes, new Signaller(posix, processes),
-                                Duration.ofSeconds(5), Duration.ofSeconds(5)),
-                        new EngineClient(new ObjectMapper(), Duration.ofMillis(500), Duration.ofSeconds(2), Duration.ofSeconds(30),
-                                Optional.empty()), InstantSource.system(), Duration.ofMinutes(5), Optional.empty());
+                Reaper reaper = reaper(engine, locker, posix, processes);
                 long started = System.nanoTime();
                 reaper.pass();
                 long first = (System.nanoTime() - started) / 1000;
@@ -174,9 +179,51 @@ class ReaperBench {
                 live.forEach(HeldLock::close);
             }
         }
+        for (int count : new int[] {1, 2, 4, 8}) {
+            List<Long> stopping = new ArrayList<>();
+            List<Long> gone = new ArrayList<>();
+            for (int trial = 0; trial < RECORD_TRIALS; trial++) {
+                EngineDir engine = new EngineDir(Files.createDirectories(dir.resolve("records-" + count + "-" + trial)));
+                Files.createDirectories(engine.usersDir());
+                List<FakeEngine> engines = new ArrayList<>();
+                try {
+                    for (int i = 0; i < count; i++) {
+                        FakeEngine fake = FakeEngine.startLlamaSwap("--port", "0");
+                        engines.add(fake);
+                        fake.writeRecord(engine.root(), "g" + i, FakeEngine.freePort(), List.of());
+                    }
+                    Reaper reaper = reaper(engine, locker, posix, processes);
+                    long started = System.nanoTime();
+                    reaper.pass();
+                    stopping.add((System.nanoTime() - started) / 1000);
+                    // The same records once their engines have exited: read, found gone, deleted.
+                    for (int i = 0; i < count; i++) {
+                        engines.get(i).exitCode(Duration.ofSeconds(10));
+                        Files.writeString(engine.root().resolve("llama-swap.state.g" + i + "." + engines.get(i).pid() + ".json"),
+                                "{\"pid\": " + engines.get(i).pid() + ", \"name\": \"llama-swap\"}");
+                    }
+                    started = System.nanoTime();
+                    reaper.pass();
+                    gone.add((System.nanoTime() - started) / 1000);
+                } finally {
+                    for (FakeEngine fake : engines) {
+                        fake.close();
+                    }
+                }
+            }
+            long[] stop = TakeoverBench.stats(stopping.stream().mapToLong(Long::longValue).toArray());
+            long[] exited = TakeoverBench.stats(gone.stream().mapToLong(Long::longValue).toArray());
+            rows.add(String.format(Locale.ROOT, "| %d record(s), engines running (the pass stops them all) | %.2f | |", count,
+                    TakeoverBench.pct(stop, 50)));
+            rows.add(String.format(Locale.ROOT, "| %d record(s), engines already exited | %.2f | |", count,
+                    TakeoverBench.pct(exited, 50)));
+        }
         Report.section("5. Scale of a pass",
-                "One reaper pass over an engine dir with many user locks (and no record), in-process, first pass (which"
-                        + " removes the dead users' files) and the pass after it.",
+                "One reaper pass, in-process. With many user locks (and no record): the first pass (which removes the"
+                        + " dead users' files) and the pass after it. With 1 to 8 records and no user: the pass that stops"
+                        + " every engine (SIGTERM to each fake llama-swap, which exits at once, and the wait for its exit),"
+                        + " and a pass over the same records once their engines have exited; median of " + RECORD_TRIALS
+                        + " runs each.",
                 List.of("| engine dir | first pass ms | next pass ms |", "|---|---|---|"), rows);
     }
 }
