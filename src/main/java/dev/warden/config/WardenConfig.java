@@ -115,7 +115,10 @@ public interface WardenConfig {
         @WithDefault("1s")
         Duration interval();
 
-        /** How long a kept-warm engine stays loaded with no user (lilbee's engine_idle_ttl_minutes default). */
+        /**
+         * How long a kept-warm engine stays loaded with no user when its markers name no minutes
+         * (lilbee's engine_idle_ttl_minutes default; lilbee writes its own value into its marker).
+         */
         @WithDefault("5m")
         Duration idleTtl();
 

@@ -3,9 +3,12 @@ package dev.warden.engine;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /** The files of an engine dir, named as lilbee names them (PROTOCOL.md section 4). */
 public record EngineDir(Path root) {
@@ -13,6 +16,9 @@ public record EngineDir(Path root) {
     public static final String BUILD_LOCK = "engine.lock";
     public static final String USERS = "engine-users";
     public static final String RECORD_PREFIX = "llama-swap.state";
+    private static final int MAX_MARKER_BYTES = 32;
+    /** A year: past it a marker's number is not a plausible idle time. */
+    private static final long MAX_MARKER_MINUTES = 366L * 24 * 60;
 
     /** {@code engine.lock}: every build, replace, last-out stop and manual stop runs under it. */
     public Path buildLock() {
@@ -37,9 +43,37 @@ public record EngineDir(Path root) {
         return list(usersDir(), "*.lock");
     }
 
-    /** {@code engine-users/*.keep-warm}: presence is the meaning. */
+    /** {@code engine-users/*.keep-warm}: one opt-in per installation, outliving its process. */
     public List<Path> keepWarmMarkers() {
         return list(usersDir(), "*.keep-warm");
+    }
+
+    /**
+     * How long a kept-warm engine keeps its weights with no user. lilbee writes its idle minutes
+     * into its marker: the longest opt-in wins, and 0 means never unload (empty: no limit). A marker
+     * that is empty (as PROTOCOL.md's are) or not a number counts as {@code unset}.
+     */
+    public Optional<Duration> keepWarmIdle(Duration unset) {
+        Duration longest = null;
+        for (Path marker : keepWarmMarkers()) {
+            Duration idle = markerMinutes(marker).map(Duration::ofMinutes).orElse(unset);
+            if (idle.isZero()) {
+                return Optional.empty();
+            }
+            longest = longest == null || idle.compareTo(longest) > 0 ? idle : longest;
+        }
+        return Optional.of(longest == null ? unset : longest);
+    }
+
+    private static Optional<Long> markerMinutes(Path marker) {
+        try (var in = Files.newInputStream(marker, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            // A marker holds a few digits; anything longer is not one of lilbee's.
+            String text = new String(in.readNBytes(MAX_MARKER_BYTES), StandardCharsets.UTF_8).trim();
+            long minutes = Long.parseLong(text);
+            return minutes >= 0 && minutes <= MAX_MARKER_MINUTES ? Optional.of(minutes) : Optional.empty();
+        } catch (IOException | NumberFormatException e) {
+            return Optional.empty();
+        }
     }
 
     /** {@code llama-swap.state*.json}, without the {@code .<name>.tmp} files of writes in flight. */

@@ -36,6 +36,7 @@ public final class Reaper {
     private final EngineStopper stopper;
     private final EngineClient client;
     private final InstantSource clock;
+    /** The idle time of a kept-warm engine whose markers name none (lilbee's markers carry minutes). */
     private final Duration idleTtl;
     private final Optional<URI> externalEngine;
 
@@ -94,8 +95,10 @@ public final class Reaper {
         }
         List<EngineRecord> recorded = records.read(dir);
         if (keptWarm(recorded)) {
-            return new PassOutcome(PassOutcome.Action.IDLING, "would unload the weights once idle for "
-                    + idleTtl + (idleSince == null ? " (the idle time starts now)" : " (idle since " + idleSince + ")"));
+            return new PassOutcome(PassOutcome.Action.IDLING, dir.keepWarmIdle(idleTtl)
+                    .map(ttl -> "would unload the weights once idle for " + ttl
+                            + (idleSince == null ? " (the idle time starts now)" : " (idle since " + idleSince + ")"))
+                    .orElse("kept warm without limit (a keep-warm marker says 0 minutes): would never unload"));
         }
         if (!recorded.isEmpty()) {
             return new PassOutcome(PassOutcome.Action.STOPPED, "would stop " + recorded.size() + " engine(s): "
@@ -155,9 +158,14 @@ public final class Reaper {
             return Optional.of(new PassOutcome(PassOutcome.Action.UNLOADED_EARLIER, "weights unloaded; watching"));
         }
         Duration idle = Duration.between(idleSince, now);
-        if (idle.compareTo(idleTtl) < 0) {
+        Optional<Duration> ttl = dir.keepWarmIdle(idleTtl);
+        if (ttl.isEmpty()) {
             return Optional.of(new PassOutcome(PassOutcome.Action.IDLING,
-                    "idle for " + idle.toSeconds() + " s of " + idleTtl.toSeconds() + " s"));
+                    "idle for " + idle.toSeconds() + " s; a keep-warm marker of 0 minutes keeps the weights loaded"));
+        }
+        if (idle.compareTo(ttl.get()) < 0) {
+            return Optional.of(new PassOutcome(PassOutcome.Action.IDLING,
+                    "idle for " + idle.toSeconds() + " s of " + ttl.get().toSeconds() + " s"));
         }
         List<String> refusals = engines.stream().map(client::unload).filter(r -> !r.unloaded())
                 .map(EngineClient.UnloadResult::detail).toList();

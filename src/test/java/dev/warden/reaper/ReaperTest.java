@@ -203,6 +203,32 @@ class ReaperTest {
     }
 
     @Test
+    void aKeptWarmEngineIsUnloadedAfterTheMinutesItsMarkerNames() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy));
+        engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        Files.writeString(dir.usersDir().resolve("0123456789abcdef.keep-warm"), "1");
+        Reaper reaper = reaper();
+        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        clock.advance(Duration.ofMinutes(1));
+        assertEquals(PassOutcome.Action.UNLOADED, reaper.pass().action(), "lilbee's marker says 1 minute, not " + IDLE_TTL);
+        engine.await("unloaded");
+    }
+
+    @Test
+    void aKeptWarmEngineWhoseMarkerSaysZeroIsNeverUnloaded() throws Exception {
+        int proxy = port();
+        FakeEngine engine = engine("--port", Integer.toString(proxy));
+        engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        Files.writeString(dir.usersDir().resolve("0123456789abcdef.keep-warm"), "0");
+        Reaper reaper = reaper();
+        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        clock.advance(Duration.ofDays(30));
+        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        assertFalse(engine.printed().contains("unloaded"));
+    }
+
+    @Test
     void aUserComingBackRestartsTheIdleWindow() throws Exception {
         int proxy = port();
         FakeEngine engine = engine("--port", Integer.toString(proxy));

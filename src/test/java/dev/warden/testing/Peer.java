@@ -68,6 +68,25 @@ public final class Peer implements AutoCloseable {
     }
 
     /**
+     * Real lilbee's engine-dir functions (installed by .ci/run into a virtualenv of its own, since
+     * lilbee pins an older filelock; its python named by {@code warden.interop.lilbee-python}): see
+     * {@code interop/lilbee_engine_peer.py}.
+     */
+    public static Peer lilbee(String command, Path engineDir, String... args) throws IOException {
+        String python = System.getProperty("warden.interop.lilbee-python", "");
+        if (python.isEmpty()) {
+            String why = "no lilbee: run with -Pinterop -Dinterop.lilbee-python=<a python with lilbee>, as .ci/run does"
+                    + System.getProperty("warden.interop.lilbee-missing", "");
+            System.err.println("SKIPPED: " + why);
+            org.junit.jupiter.api.Assumptions.abort(why);
+        }
+        Path script = Path.of("src/test/resources/interop/lilbee_engine_peer.py").toAbsolutePath();
+        List<String> argv = new ArrayList<>(List.of(python, script.toString(), command, engineDir.toString()));
+        argv.addAll(List.of(args));
+        return new Peer(argv);
+    }
+
+    /**
      * Python's stdlib sqlite3 running filelock's ReadWriteLock statements on {@code file}: {@code read}
      * ({@code BEGIN TRANSACTION; SELECT name FROM sqlite_schema LIMIT 1;}) or {@code write}
      * ({@code BEGIN EXCLUSIVE TRANSACTION;}) after {@code PRAGMA busy_timeout} and
