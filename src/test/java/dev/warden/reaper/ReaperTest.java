@@ -202,14 +202,20 @@ class ReaperTest {
         assertTrue(Files.exists(marker));
     }
 
-    @Test
-    void aKeptWarmEngineIsUnloadedAfterTheMinutesItsMarkerNames() throws Exception {
+    /** A recorded, answering engine kept warm by a marker saying {@code minutes}, after a first (idling) pass. */
+    private FakeEngine keptWarmFor(String minutes, Reaper reaper) throws Exception {
         int proxy = port();
         FakeEngine engine = engine("--port", Integer.toString(proxy));
         engine.writeRecord(dir.root(), "chat", proxy, List.of());
-        Files.writeString(dir.usersDir().resolve("0123456789abcdef.keep-warm"), "1");
-        Reaper reaper = reaper();
+        Files.writeString(dir.usersDir().resolve("0123456789abcdef.keep-warm"), minutes);
         assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        return engine;
+    }
+
+    @Test
+    void aKeptWarmEngineIsUnloadedAfterTheMinutesItsMarkerNames() throws Exception {
+        Reaper reaper = reaper();
+        FakeEngine engine = keptWarmFor("1", reaper);
         clock.advance(Duration.ofMinutes(1));
         assertEquals(PassOutcome.Action.UNLOADED, reaper.pass().action(), "lilbee's marker says 1 minute, not " + IDLE_TTL);
         engine.await("unloaded");
@@ -217,12 +223,8 @@ class ReaperTest {
 
     @Test
     void aKeptWarmEngineWhoseMarkerSaysZeroIsNeverUnloaded() throws Exception {
-        int proxy = port();
-        FakeEngine engine = engine("--port", Integer.toString(proxy));
-        engine.writeRecord(dir.root(), "chat", proxy, List.of());
-        Files.writeString(dir.usersDir().resolve("0123456789abcdef.keep-warm"), "0");
         Reaper reaper = reaper();
-        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        FakeEngine engine = keptWarmFor("0", reaper);
         clock.advance(Duration.ofDays(30));
         assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
         assertFalse(engine.printed().contains("unloaded"));
