@@ -17,6 +17,10 @@ import jakarta.enterprise.event.Observes;
 import jakarta.inject.Singleton;
 import java.net.URI;
 import java.nio.file.Path;
+import java.nio.file.StandardWatchEventKinds;
+import java.nio.file.WatchEvent;
+import java.nio.file.WatchKey;
+import java.nio.file.WatchService;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.List;
@@ -42,6 +46,10 @@ public class ReaperService {
      * many, the tick alone notices the rest.
      */
     private static final int MAX_USER_WATCHERS = 64;
+    /** How long a new user lock file may stay unlocked before its watcher leaves it to the tick. */
+    private static final Duration NEW_USER_GRACE = Duration.ofSeconds(2);
+    /** filelock asks again every 50 ms; probing a fresh file more often than that only gets in its way. */
+    private static final Duration NEW_USER_POLL = Duration.ofMillis(20);
 
     private final WardenConfig config;
     private final EngineUsers users;
@@ -83,6 +91,7 @@ public class ReaperService {
     public synchronized void start(EngineDir dir) {
         reaper = reaperFor(dir);
         claim(config.reaper().claimTimeout());
+        watchNewUsers(dir);
         LOG.infof("The reaper %s %s", reaperLock != null ? "watches" : "stands by for", dir.root());
         // A first pass now, not an interval from now: an engine orphaned before warden started is
         // stopped at once, and the live users' exits are watched from the start.
@@ -154,11 +163,22 @@ public class ReaperService {
      * so the last user out is noticed at once; the tick stays as the backstop.
      */
     private void watchUser(Path userLock) {
+        watchUser(userLock, false);
+    }
+
+    /**
+     * @param fresh the file has just appeared: wait (briefly) for its user to lock it first, or its
+     *     release would be seen before the user ever held it
+     */
+    private void watchUser(Path userLock, boolean fresh) {
         if (watchedUsers.size() >= MAX_USER_WATCHERS || !watchedUsers.add(userLock)) {
             return;
         }
         Thread.ofPlatform().daemon().name("warden-user-watch").start(() -> {
             try {
+                if (fresh && !heldSoon(userLock)) {
+                    return;
+                }
                 locker.awaitRelease(userLock);
             } catch (dev.warden.lock.LockException e) {
                 LOG.debugf("Not watching %s: %s", userLock, e.getMessage());
@@ -168,6 +188,61 @@ public class ReaperService {
             }
             tick();
         });
+    }
+
+    private boolean heldSoon(Path userLock) throws dev.warden.lock.LockException {
+        long deadline = System.nanoTime() + NEW_USER_GRACE.toNanos();
+        while (System.nanoTime() < deadline && !stopped) {
+            if (locker.probe(userLock) == dev.warden.lock.LockProbe.HELD) {
+                return true;
+            }
+            try {
+                Thread.sleep(NEW_USER_POLL.toMillis());
+            } catch (InterruptedException e) {
+                return false;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Watches engine-users/ for new user lock files, so a user that joins and dies between two
+     * passes is noticed when it dies, not at the next tick. inotify, on the same node as the users.
+     */
+    private void watchNewUsers(EngineDir dir) {
+        Thread.ofPlatform().daemon().name("warden-users-dir-watch").start(() -> {
+            try (WatchService watch = dir.root().getFileSystem().newWatchService()) {
+                dir.root().register(watch, StandardWatchEventKinds.ENTRY_CREATE);
+                registerUsersDir(dir, watch);
+                while (!stopped) {
+                    WatchKey key = watch.poll(1, java.util.concurrent.TimeUnit.SECONDS);
+                    if (key == null) {
+                        continue;
+                    }
+                    for (WatchEvent<?> event : key.pollEvents()) {
+                        if (event.context() instanceof Path name) {
+                            Path created = ((Path) key.watchable()).resolve(name);
+                            if (created.equals(dir.usersDir())) {
+                                registerUsersDir(dir, watch);
+                            } else if (created.getParent().equals(dir.usersDir()) && name.toString().endsWith(".lock")) {
+                                watchUser(created, true);
+                            }
+                        }
+                    }
+                    key.reset();
+                }
+            } catch (java.io.IOException | RuntimeException e) {
+                LOG.warnf("Not watching %s for new users (%s); the tick notices them instead", dir.usersDir(), e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+    }
+
+    private static void registerUsersDir(EngineDir dir, WatchService watch) throws java.io.IOException {
+        if (java.nio.file.Files.isDirectory(dir.usersDir())) {
+            dir.usersDir().register(watch, StandardWatchEventKinds.ENTRY_CREATE);
+        }
     }
 
     private void claim(Duration timeout) {

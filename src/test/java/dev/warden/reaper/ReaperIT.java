@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.testing.Await;
 import dev.warden.testing.FakeEngine;
+import dev.warden.testing.KernelLocks;
 import dev.warden.testing.Peer;
 import dev.warden.testing.WardenProcess;
 import java.net.http.HttpResponse;
@@ -72,6 +73,26 @@ class ReaperIT {
                 warden.awaitJson("/api/v1/status", "/reaper/last_pass/action", a -> "users-live".equals(a.asText()));
                 user.kill();
                 assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)), warden.log());
+            }
+        }
+    }
+
+    @Test
+    void aUserWhoJoinsAndDiesBetweenPassesIsNoticedWhenItDies() throws Exception {
+        Path engine = Files.createDirectories(dir.resolve("engine"));
+        // No pass will come: the first finds nothing to do, the next is an hour away.
+        try (WardenProcess warden = WardenProcess.serve("new-user-watch", List.of("-Dwarden.reaper.interval=1h"),
+                "--data-root", dir.resolve("root").toString(), "--engine-dir", engine.toString())) {
+            warden.awaitJson("/api/v1/status", "/reaper/last_pass/action", a -> "nothing-to-do".equals(a.asText()));
+            // As lilbee builds: the engine and its record, then its users dir and its user lock.
+            try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", "0")) {
+                llamaSwap.writeRecord(engine, "chat", FakeEngine.freePort(), List.of());
+                Path userLock = Files.createDirectories(engine.resolve("engine-users")).resolve("lilbee-1.lock");
+                try (Peer user = Peer.flockHolder(userLock)) {
+                    Await.until("warden waits in the kernel for the new user", () -> KernelLocks.blockedWaiters(userLock) > 0);
+                    user.kill();
+                    assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)), warden.log());
+                }
             }
         }
     }
