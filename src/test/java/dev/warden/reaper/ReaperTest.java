@@ -322,7 +322,9 @@ class ReaperTest {
         Thread pass = Thread.ofPlatform().start(() -> outcome.complete(reaper.pass()));
         engine.await("unloading");
         pass.interrupt();
-        assertEquals(PassOutcome.Action.INTERRUPTED, outcome.get(10, java.util.concurrent.TimeUnit.SECONDS).action());
+        PassOutcome interrupted = outcome.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(PassOutcome.Action.INTERRUPTED, interrupted.action());
+        assertEquals("during an unload", interrupted.detail(), "the pass ends at the unload; it goes on to no stop");
         assertTrue(engine.alive());
         assertFalse(engine.printed().stream().anyMatch(l -> l.startsWith("term ")), "an interrupted unload is no reason to stop");
         assertTrue(Files.exists(record));
