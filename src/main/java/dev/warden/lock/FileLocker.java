@@ -125,15 +125,28 @@ public final class FileLocker {
 
     private HeldLock acquire(Path path, boolean wait) throws LockException {
         String name = path.toString();
-        for (int attempt = 0; attempt < MAX_REPLACED_RETRIES; attempt++) {
+        // Only a win that did not have to wait counts towards giving up: a peer that unlinks the file
+        // on release (filelock 3.21-3.29) can make a waiter lose many times in a row, each after a
+        // real wait, while a process that just keeps deleting the file would make this loop spin.
+        int unwaitedReplacements = 0;
+        while (unwaitedReplacements < MAX_REPLACED_RETRIES) {
             int fd;
             try {
                 fd = posix.openLockFile(name, true);
             } catch (Posix.ErrnoException e) {
                 throw openFailure(path, e);
             }
+            boolean waited = false;
             try {
-                posix.lockExclusive(fd, wait);
+                try {
+                    posix.lockExclusive(fd, false);
+                } catch (Posix.ErrnoException e) {
+                    if (!wait || !isContention(e.errno())) {
+                        throw e;
+                    }
+                    waited = true;
+                    posix.lockExclusive(fd, true);
+                }
             } catch (Posix.ErrnoException e) {
                 posix.close(fd);
                 if (!wait && isContention(e.errno())) {
@@ -153,6 +166,7 @@ public final class FileLocker {
             }
             posix.close(fd);
             replacedFileRetries.increment();
+            unwaitedReplacements = waited ? 0 : unwaitedReplacements + 1;
         }
         throw new LockException("Lock file " + path + " was replaced " + MAX_REPLACED_RETRIES
                 + " times in a row while warden locked it. Something keeps deleting it: stop that process"

@@ -247,6 +247,21 @@ class FileLockerTest {
         assertTrue(e.getMessage().contains(dir + " is on a read-only filesystem"), e.getMessage());
     }
 
+    @Test
+    void aFileThatIsDeletedAgainAndAgainIsNamedRatherThanSpunOn() {
+        // stat never finds the file just locked: as if a process deleted the lock file in a loop.
+        Posix deleted = new Delegating(new NativePosix()) {
+            @Override
+            public FileId stat(String path) throws ErrnoException {
+                throw new ErrnoException("stat(" + path + ")", Errno.ENOENT, "injected");
+            }
+        };
+        Path lock = dir.resolve("server.lock");
+        LockException e = assertThrows(LockException.class, () -> new FileLocker(deleted).lock(lock));
+        assertTrue(e.getMessage().contains(lock + " was replaced 1000 times in a row"), e.getMessage());
+        assertTrue(e.getMessage().contains("Something keeps deleting it"), e.getMessage());
+    }
+
     /** The real libc, except that flock fails with {@code errno}. */
     private static Posix failingFlock(int errno) {
         return new Delegating(new NativePosix()) {
