@@ -1,14 +1,6 @@
 package dev.warden.bench;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.warden.engine.EngineClient;
 import dev.warden.engine.EngineDir;
-import dev.warden.engine.EngineIdentity;
-import dev.warden.engine.EngineRecords;
-import dev.warden.engine.EngineStopper;
-import dev.warden.engine.EngineUsers;
-import dev.warden.engine.ProcessTable;
-import dev.warden.engine.Signaller;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.NativePosix;
@@ -17,6 +9,7 @@ import dev.warden.testing.Await;
 import dev.warden.testing.KernelLocks;
 import dev.warden.testing.FakeEngine;
 import dev.warden.testing.Peer;
+import dev.warden.testing.SystemReaper;
 import dev.warden.testing.WardenProcess;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -25,11 +18,9 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -138,20 +129,10 @@ class ReaperBench {
                 sorted[sorted.length - 1] / 1000.0, total, errors.get());
     }
 
-    private static Reaper reaper(EngineDir engine, FileLocker locker, NativePosix posix, ProcessTable processes) {
-        return new Reaper(engine, new EngineUsers(locker), locker, new EngineRecords(new ObjectMapper()),
-                new EngineStopper(new EngineIdentity(processes), processes, new Signaller(posix, processes),
-                        Duration.ofSeconds(5), Duration.ofSeconds(5)),
-                new EngineClient(new ObjectMapper(), Duration.ofMillis(500), Duration.ofSeconds(2), Duration.ofSeconds(30),
-                        Optional.empty()), InstantSource.system(), Duration.ofMinutes(5), Optional.empty());
-    }
-
     @Test
     void passScale() throws Exception {
         List<String> rows = new ArrayList<>();
-        NativePosix posix = new NativePosix();
-        FileLocker locker = new FileLocker(posix);
-        ProcessTable processes = new ProcessTable();
+        FileLocker locker = new FileLocker(new NativePosix());
         for (int users : new int[] {10, 100, 1000, 10000}) {
             for (boolean allDead : new boolean[] {true, false}) {
                 EngineDir engine = new EngineDir(Files.createDirectories(dir.resolve("scale-" + users + "-" + allDead)));
@@ -167,7 +148,7 @@ class ReaperBench {
                     }
                 }
                 // The locks this JVM holds look live to a pass in this JVM too: flock is per open file.
-                Reaper reaper = reaper(engine, locker, posix, processes);
+                Reaper reaper = SystemReaper.of(engine, Duration.ofSeconds(5));
                 long started = System.nanoTime();
                 reaper.pass();
                 long first = (System.nanoTime() - started) / 1000;
@@ -192,7 +173,7 @@ class ReaperBench {
                         engines.add(fake);
                         fake.writeRecord(engine.root(), "g" + i, FakeEngine.freePort(), List.of());
                     }
-                    Reaper reaper = reaper(engine, locker, posix, processes);
+                    Reaper reaper = SystemReaper.of(engine, Duration.ofSeconds(5));
                     long started = System.nanoTime();
                     reaper.pass();
                     stopping.add((System.nanoTime() - started) / 1000);

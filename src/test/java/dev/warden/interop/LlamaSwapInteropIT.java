@@ -6,19 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.engine.EngineClient;
 import dev.warden.engine.EngineDir;
-import dev.warden.engine.EngineIdentity;
-import dev.warden.engine.EngineRecords;
-import dev.warden.engine.EngineStopper;
-import dev.warden.engine.EngineUsers;
 import dev.warden.engine.ProcessInfo;
 import dev.warden.engine.ProcessTable;
-import dev.warden.engine.Signaller;
-import dev.warden.lock.FileLocker;
-import dev.warden.lock.NativePosix;
 import dev.warden.reaper.PassOutcome;
 import dev.warden.reaper.Reaper;
 import dev.warden.testing.Await;
 import dev.warden.testing.FakeEngine;
+import dev.warden.testing.SystemReaper;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -27,7 +21,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -52,7 +45,6 @@ class LlamaSwapInteropIT {
 
     private String binary;
     private EngineDir dir;
-    private final NativePosix posix = new NativePosix();
     private final ProcessTable processes = new ProcessTable();
     private final EngineClient client = new EngineClient(new ObjectMapper(), Duration.ofMillis(500), Duration.ofSeconds(5),
             Duration.ofSeconds(30), Optional.empty());
@@ -127,11 +119,8 @@ class LlamaSwapInteropIT {
     }
 
     private Reaper reaper() {
-        FileLocker locker = new FileLocker(posix);
-        return new Reaper(dir, new EngineUsers(locker), locker, new EngineRecords(new ObjectMapper()),
-                new EngineStopper(new EngineIdentity(processes), processes, new Signaller(posix, processes),
-                        Duration.ofSeconds(35), Duration.ofSeconds(5)),
-                client, InstantSource.system(), Duration.ofMinutes(5), Optional.empty());
+        // llama-swap's own backstop for stopping its servers is 35 s: give it that before SIGKILL.
+        return SystemReaper.of(dir, Duration.ofSeconds(35));
     }
 
     @Test

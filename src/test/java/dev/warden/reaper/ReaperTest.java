@@ -4,21 +4,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.warden.engine.EngineClient;
 import dev.warden.engine.EngineDir;
-import dev.warden.engine.EngineIdentity;
-import dev.warden.engine.EngineRecords;
-import dev.warden.engine.EngineStopper;
 import dev.warden.engine.EngineUsers;
 import dev.warden.engine.ProcessInfo;
 import dev.warden.engine.ProcessTable;
-import dev.warden.engine.Signaller;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.NativePosix;
 import dev.warden.testing.FakeEngine;
 import dev.warden.testing.MutableClock;
 import dev.warden.testing.Peer;
+import dev.warden.testing.SystemReaper;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;
@@ -37,7 +32,6 @@ class ReaperTest {
 
     private static final Duration IDLE_TTL = Duration.ofMinutes(5);
     private static final Duration TERM = Duration.ofSeconds(5);
-    private static final Duration KILL = Duration.ofSeconds(5);
 
     @TempDir
     Path root;
@@ -70,11 +64,7 @@ class ReaperTest {
     }
 
     private Reaper reaper(EngineUsers users, Duration term, Optional<URI> external) {
-        EngineStopper stopper = new EngineStopper(new EngineIdentity(processes), processes, new Signaller(posix, processes),
-                term, KILL);
-        EngineClient client = new EngineClient(new ObjectMapper(), Duration.ofMillis(500), Duration.ofSeconds(2),
-                Duration.ofSeconds(30), Optional.empty());
-        return new Reaper(dir, users, locker, new EngineRecords(new ObjectMapper()), stopper, client, clock, IDLE_TTL, external);
+        return SystemReaper.of(dir, users, SystemReaper.client(), term, clock, IDLE_TTL, external);
     }
 
     private Reaper reaper() {
