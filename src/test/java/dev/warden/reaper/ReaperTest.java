@@ -76,6 +76,23 @@ class ReaperTest {
         return process;
     }
 
+    /** A fake llama-swap answering on a port of its own, recorded in the engine dir as lilbee records it. */
+    private FakeEngine recordedEngine(String... knobs) throws IOException {
+        int proxy = port();
+        List<String> args = new ArrayList<>(List.of("--port", Integer.toString(proxy)));
+        args.addAll(List.of(knobs));
+        FakeEngine engine = engine(args.toArray(String[]::new));
+        engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        return engine;
+    }
+
+    /** The one record in the engine dir. */
+    private Path recordFile() {
+        List<Path> records = dir.recordFiles();
+        assertEquals(1, records.size(), records.toString());
+        return records.getFirst();
+    }
+
     private FakeEngine engine(String... args) throws IOException {
         return track(FakeEngine.startLlamaSwap(args));
     }
@@ -96,9 +113,8 @@ class ReaperTest {
 
     @Test
     void whileAUserLivesNothingIsStopped() throws Exception {
-        int proxy = port();
-        FakeEngine engine = engine("--port", Integer.toString(proxy));
-        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        FakeEngine engine = recordedEngine();
+        Path record = recordFile();
         user("lilbee-1");
         assertEquals(PassOutcome.Action.USERS_LIVE, reaper().pass().action());
         assertTrue(engine.alive());
@@ -107,9 +123,8 @@ class ReaperTest {
 
     @Test
     void whenTheLastUserIsKilledTheEngineGetsSigtermAndItsRecordAndMarkersGo() throws Exception {
-        int proxy = port();
-        FakeEngine engine = engine("--port", Integer.toString(proxy));
-        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        FakeEngine engine = recordedEngine();
+        Path record = recordFile();
         Peer first = user("lilbee-1");
         Peer second = user("lilbee-2");
         Reaper reaper = reaper();
@@ -128,9 +143,7 @@ class ReaperTest {
 
     @Test
     void aUserWhoJoinsWhileTheBuildLockIsTakenKeepsTheEngine() throws Exception {
-        int proxy = port();
-        FakeEngine engine = engine("--port", Integer.toString(proxy));
-        engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        FakeEngine engine = recordedEngine();
         // The first look finds no user; one joins before the look under the build lock.
         EngineUsers joiningDuringThePass = new EngineUsers(locker) {
             private boolean first = true;
@@ -158,9 +171,8 @@ class ReaperTest {
 
     @Test
     void aBuildLockHeldElsewhereMakesThePassWaitForTheNextTick() throws Exception {
-        int proxy = port();
-        FakeEngine engine = engine("--port", Integer.toString(proxy));
-        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        FakeEngine engine = recordedEngine();
+        Path record = recordFile();
         Reaper reaper = reaper();
         try (Peer build = Peer.flockHolder(dir.buildLock())) {
             assertEquals(PassOutcome.Action.BUILD_LOCK_HELD, reaper.pass().action());
@@ -173,9 +185,8 @@ class ReaperTest {
 
     @Test
     void aKeptWarmEngineIsUnloadedOnceAfterTheIdleTimeAndNotStopped() throws Exception {
-        int proxy = port();
-        FakeEngine engine = engine("--port", Integer.toString(proxy));
-        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        FakeEngine engine = recordedEngine();
+        Path record = recordFile();
         Path marker = keepWarm();
         Reaper reaper = reaper();
         assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
@@ -194,9 +205,7 @@ class ReaperTest {
 
     /** A recorded, answering engine kept warm by a marker saying {@code minutes}, after a first (idling) pass. */
     private FakeEngine keptWarmFor(String minutes, Reaper reaper) throws Exception {
-        int proxy = port();
-        FakeEngine engine = engine("--port", Integer.toString(proxy));
-        engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        FakeEngine engine = recordedEngine();
         Files.writeString(dir.usersDir().resolve("0123456789abcdef.keep-warm"), minutes);
         assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
         return engine;
@@ -222,9 +231,7 @@ class ReaperTest {
 
     @Test
     void aUserComingBackRestartsTheIdleWindow() throws Exception {
-        int proxy = port();
-        FakeEngine engine = engine("--port", Integer.toString(proxy));
-        engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        FakeEngine engine = recordedEngine();
         keepWarm();
         Reaper reaper = reaper();
         reaper.pass();
@@ -239,9 +246,7 @@ class ReaperTest {
 
     @Test
     void aRefusedUnloadStartsANewIdleWindow() throws Exception {
-        int proxy = port();
-        FakeEngine engine = engine("--port", Integer.toString(proxy), "--refuse-unload");
-        engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        FakeEngine engine = recordedEngine("--refuse-unload");
         keepWarm();
         Reaper reaper = reaper();
         reaper.pass();
@@ -301,9 +306,8 @@ class ReaperTest {
 
     @Test
     void aPassInterruptedDuringAnUnloadStopsNothing() throws Exception {
-        int proxy = port();
-        FakeEngine engine = engine("--port", Integer.toString(proxy), "--slow-unload", "60000");
-        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        FakeEngine engine = recordedEngine("--slow-unload", "60000");
+        Path record = recordFile();
         keepWarm();
         Reaper reaper = reaper();
         assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
@@ -418,9 +422,8 @@ class ReaperTest {
 
     @Test
     void aDryRunSaysWhatItWouldDoAndDoesNothing() throws Exception {
-        int proxy = port();
-        FakeEngine engine = engine("--port", Integer.toString(proxy));
-        Path record = engine.writeRecord(dir.root(), "chat", proxy, List.of());
+        FakeEngine engine = recordedEngine();
+        Path record = recordFile();
         Peer dead = user("dead");
         dead.kill();
         PassOutcome outcome = reaper().dryRun();
