@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.warden.engine.EngineActions;
 import dev.warden.engine.EngineClient;
-import dev.warden.engine.EngineDir;
+import dev.warden.engine.EngineDirs;
 import dev.warden.lock.LockException;
 import dev.warden.reaper.ReaperService;
 import io.smallrye.common.annotation.Blocking;
@@ -42,9 +42,9 @@ public class EngineResource {
     @Path("/stop")
     @Blocking
     public Response stop(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization) {
-        return act(authorization, dir -> {
+        return act(authorization, dirs -> {
             ObjectNode body = mapper.createObjectNode();
-            actions.stop(dir).forEach(body.putArray("done")::add);
+            actions.stop(dirs).forEach(body.putArray("done")::add);
             return Response.ok(body).build();
         });
     }
@@ -53,13 +53,13 @@ public class EngineResource {
     @Path("/unload")
     @Blocking
     public Response unload(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization) {
-        return act(authorization, dir -> {
-            List<EngineClient.UnloadResult> results = actions.unload(dir);
+        return act(authorization, dirs -> {
+            List<EngineClient.UnloadResult> results = actions.unload(dirs);
             ObjectNode body = mapper.createObjectNode();
             boolean all = !results.isEmpty() && results.stream().allMatch(EngineClient.UnloadResult::unloaded);
             body.put("unloaded", all);
             if (results.isEmpty()) {
-                body.put("detail", "no engine is recorded in " + dir.root() + " and warden.engine.url is not set");
+                body.put("detail", "no engine is recorded in " + dirs.entries().stream().map(e -> e.dir().root().toString()).toList() + " and warden.engine.url is not set");
             }
             results.forEach(r -> body.withArray("results").addObject().put("unloaded", r.unloaded()).put("detail", r.detail()));
             return Response.status(all || results.isEmpty() ? Response.Status.OK : Response.Status.BAD_GATEWAY).entity(body).build();
@@ -68,7 +68,7 @@ public class EngineResource {
 
     /** An engine action on the watched engine dir: authorised, and with every refusal as {"error": ...}. */
     private interface Action {
-        Response on(EngineDir dir) throws EngineActions.BuildLockBusy, LockException;
+        Response on(EngineDirs dirs) throws EngineActions.BuildLockBusy, LockException;
     }
 
     private Response act(String authorization, Action action) {
@@ -85,13 +85,13 @@ public class EngineResource {
                 // go on
             }
         }
-        Optional<EngineDir> dir = reaper.dir();
-        if (dir.isEmpty()) {
+        EngineDirs dirs = reaper.dirs();
+        if (dirs.entries().isEmpty()) {
             return error(Response.Status.SERVICE_UNAVAILABLE, "The reaper is not running: warden serve has not started it"
                     + " (or warden.reaper.enabled is false), so there is no engine dir to act on.");
         }
         try {
-            return action.on(dir.get());
+            return action.on(dirs);
         } catch (EngineActions.BuildLockBusy e) {
             return error(Response.Status.CONFLICT, e.getMessage());
         } catch (LockException e) {

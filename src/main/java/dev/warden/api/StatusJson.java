@@ -8,6 +8,7 @@ import dev.warden.engine.EngineLook;
 import dev.warden.hold.LockLook;
 import dev.warden.library.LibraryLook;
 import dev.warden.reaper.PassOutcome;
+import dev.warden.reaper.ReaperService;
 import dev.warden.reaper.ReaperStatus;
 import jakarta.inject.Singleton;
 import java.util.List;
@@ -24,11 +25,13 @@ public class StatusJson {
     }
 
     /** The reaper's in-memory state is only known to the serving warden; a one-shot look leaves it out. */
-    public ObjectNode document(LilbeePaths lilbee, List<LockLook> locks, LibraryLook library, EngineLook engine,
-            Optional<ReaperStatus> reaper) {
+    public ObjectNode document(LilbeePaths lilbee, List<LockLook> locks, LibraryLook library, List<EngineLook> engines,
+            Optional<ReaperService> reaper) {
         ObjectNode root = mapper.createObjectNode();
         root.put("data_root", lilbee.dataRoot().toString());
+        root.put("data_root_from", lilbee.rootOrigin());
         root.put("data_dir", lilbee.dataDir().toString());
+        root.put("lancedb_dir", lilbee.lancedbDir().toString());
         lilbee.scopeDir().ifPresentOrElse(s -> root.put("scope_dir", s.toString()), () -> root.putNull("scope_dir"));
         ArrayNode lockArray = root.putArray("locks");
         for (LockLook look : locks) {
@@ -49,8 +52,16 @@ public class StatusJson {
         libraryNode.put("reset_running", library.resetRunning());
         libraryNode.put("write_lock", library.writeLock());
         library.error().ifPresent(e -> libraryNode.put("error", e));
-        root.set("engine", engine(engine));
-        reaper.ifPresent(r -> root.set("reaper", reaper(r)));
+        ArrayNode engineArray = root.putArray("engines");
+        engines.forEach(look -> engineArray.add(engine(look)));
+        reaper.ifPresent(r -> {
+            ObjectNode node = reaper(r.status());
+            ArrayNode dirs = node.putArray("dirs");
+            for (ReaperService.Watched watched : r.watched()) {
+                dirs.add(reaper(watched.status()).put("role", watched.role()).put("dir", watched.dir().root().toString()));
+            }
+            root.set("reaper", node);
+        });
         return root;
     }
 
@@ -61,7 +72,9 @@ public class StatusJson {
 
     private ObjectNode engine(EngineLook look) {
         ObjectNode engine = mapper.createObjectNode();
+        engine.put("role", look.role());
         engine.put("dir", look.dir().toString());
+        engine.put("exists", look.exists());
         look.liveUsers().forEach(engine.putArray("live_users")::add);
         look.keepWarmMarkers().forEach(engine.putArray("keep_warm")::add);
         engine.put("reaper_lock", look.reaperLock());

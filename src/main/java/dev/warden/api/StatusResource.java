@@ -2,7 +2,6 @@ package dev.warden.api;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
-import dev.warden.engine.EngineDir;
 import dev.warden.engine.EngineInspector;
 import dev.warden.hold.LockInspector;
 import dev.warden.hold.LockKeeper;
@@ -48,9 +47,8 @@ public class StatusResource {
             return Response.status(Response.Status.SERVICE_UNAVAILABLE)
                     .entity(json.error("warden is starting: it has not begun to serve yet")).build();
         }
-        EngineDir dir = reaper.dir().orElseGet(() -> new EngineDir(config.engineDir()));
         return Response.ok(json.document(paths.get(), locks.look(paths.get()),
-                library.look(paths.get().dataRoot(), LilbeePaths.lancedbDir(config, paths.get().dataRoot())),
-                engines.look(dir, config.reaper().lockName()), Optional.of(reaper.status()))).build();
+                library.look(paths.get().dataRoot(), paths.get().lancedbDir()),
+                engines.look(reaper.dirs(), config.reaper().lockName()), Optional.of(reaper))).build();
     }
 }

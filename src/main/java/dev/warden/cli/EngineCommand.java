@@ -3,7 +3,7 @@ package dev.warden.cli;
 import dev.warden.config.WardenConfig;
 import dev.warden.engine.EngineActions;
 import dev.warden.engine.EngineClient;
-import dev.warden.engine.EngineDir;
+import dev.warden.engine.EngineDirs;
 import dev.warden.lock.LockException;
 import jakarta.inject.Inject;
 import java.io.PrintWriter;
@@ -36,8 +36,8 @@ public class EngineCommand implements Callable<Integer> {
                 "2:usage error", "3:the build lock stayed held"})
     static class Stop extends Action {
         @Override
-        int act(EngineDir dir, PrintWriter out) throws EngineActions.BuildLockBusy, LockException {
-            actions.stop(dir).forEach(out::println);
+        int act(EngineDirs dirs, PrintWriter out) throws EngineActions.BuildLockBusy, LockException {
+            actions.stop(dirs).forEach(out::println);
             return ExitCodes.OK;
         }
     }
@@ -49,8 +49,8 @@ public class EngineCommand implements Callable<Integer> {
                 "1:an engine refused or did not answer", "2:usage error", "3:the build lock stayed held"})
     static class Unload extends Action {
         @Override
-        int act(EngineDir dir, PrintWriter out) throws EngineActions.BuildLockBusy, LockException {
-            List<EngineClient.UnloadResult> results = actions.unload(dir);
+        int act(EngineDirs dirs, PrintWriter out) throws EngineActions.BuildLockBusy, LockException {
+            List<EngineClient.UnloadResult> results = actions.unload(dirs);
             if (results.isEmpty()) {
                 out.println("no engine to unload");
             }
@@ -62,6 +62,8 @@ public class EngineCommand implements Callable<Integer> {
     /** What stop and unload share: the engine dir option, and exit 3 when the build lock stays held. */
     abstract static class Action implements Callable<Integer> {
         @Mixin
+        RootOptions root;
+        @Mixin
         EngineDirOption engine;
         @Spec
         CommandSpec spec;
@@ -70,12 +72,12 @@ public class EngineCommand implements Callable<Integer> {
         @Inject
         WardenConfig config;
 
-        abstract int act(EngineDir dir, PrintWriter out) throws EngineActions.BuildLockBusy, LockException;
+        abstract int act(EngineDirs dirs, PrintWriter out) throws EngineActions.BuildLockBusy, LockException;
 
         @Override
         public Integer call() throws LockException {
             try {
-                return act(engine.resolve(config), spec.commandLine().getOut());
+                return act(engine.resolve(config, root.resolve(config, java.util.Optional.empty())), spec.commandLine().getOut());
             } catch (EngineActions.BuildLockBusy e) {
                 spec.commandLine().getErr().println("warden: " + e.getMessage());
                 return ExitCodes.LOCK_REFUSED;

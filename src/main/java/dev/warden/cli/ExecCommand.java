@@ -34,13 +34,18 @@ import sun.misc.Signal;
 @Command(name = "exec", mixinStandardHelpOptions = true, sortOptions = false,
         description = {
             "Run a command while holding lilbee's locks, like flock(1) but speaking lilbee: for a backup or a"
-                    + " maintenance script in the pod (`warden exec --hold write -- tar ...`).",
+                    + " maintenance script in the pod (`warden exec --hold backup -- tar ...`).",
             "",
             "LOCK is one of: data-dir (server.lock), scope (server.scope.lock, with its owner file), write"
                     + " (LanceDB's .lock), sync (the sync mark's shared read side, as a sync or import takes it),"
                     + " reset (its write side, refused while any sync runs), engine-user (a user of the engine, so"
                     + " the reaper leaves it running). They are taken in that order, whatever order you name them in,"
                     + " and released in reverse when the command ends.",
+            "",
+            "backup is sync and write together: what a copy of the library needs. `lilbee reset` takes only the"
+                    + " sync mark and then empties <data root>/data, LanceDB and its .lock included, so write alone does"
+                    + " not keep a backup's files from vanishing under it; the sync side makes every reset refuse"
+                    + " while the command runs, and the write lock keeps writers out of the tables.",
             "",
             "The command gets warden's stdin, stdout and stderr; SIGTERM and SIGINT are passed on to it; warden"
                     + " exits with its exit code. If warden itself is killed, the kernel frees its locks.",
@@ -55,7 +60,9 @@ public class ExecCommand implements Callable<Integer> {
 
     /** The locks exec can hold, in the order it takes them. */
     enum Hold {
-        SCOPE("scope"), DATA_DIR("data-dir"), SYNC("sync"), RESET("reset"), WRITE("write"), ENGINE_USER("engine-user");
+        SCOPE("scope"), DATA_DIR("data-dir"), SYNC("sync"), RESET("reset"), WRITE("write"), ENGINE_USER("engine-user"),
+        /** sync and write: a reset refuses and no writer changes the tables while a copy is taken. */
+        BACKUP("backup");
 
         final String label;
 
@@ -69,7 +76,7 @@ public class ExecCommand implements Callable<Integer> {
                     return hold;
                 }
             }
-            throw new IllegalArgumentException("unknown lock '" + label + "': use data-dir, scope, write, sync, reset or engine-user");
+            throw new IllegalArgumentException("unknown lock '" + label + "': use data-dir, scope, write, sync, reset, backup or engine-user");
         }
     }
 
@@ -123,9 +130,12 @@ public class ExecCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         Set<Hold> wanted = EnumSet.copyOf(holds);
+        if (wanted.remove(Hold.BACKUP)) {
+            wanted.addAll(List.of(Hold.SYNC, Hold.WRITE));
+        }
         if (wanted.contains(Hold.SYNC) && wanted.contains(Hold.RESET)) {
             throw new CommandLine.ParameterException(spec.commandLine(),
-                    "sync and reset exclude each other: a reset is refused while a sync (even this one) runs.");
+                    "sync (or backup) and reset exclude each other: a reset is refused while a sync (even this one) runs.");
         }
         if (wanted.contains(Hold.SCOPE) && paths.resolve(config).scopeDir().isEmpty()) {
             throw new CommandLine.ParameterException(spec.commandLine(),
@@ -191,13 +201,14 @@ public class ExecCommand implements Callable<Integer> {
             }
             case WRITE -> {
                 try {
-                    held.push(library.writeLock(LilbeePaths.lancedbDir(config, lilbee.dataRoot()), left));
+                    held.push(library.writeLock(lilbee.lancedbDir(), left));
                 } catch (LockTimeoutException e) {
-                    return Optional.of(e.getMessage() + " (" + holder(LilbeePaths.lancedbDir(config, lilbee.dataRoot())
+                    return Optional.of(e.getMessage() + " (" + holder(lilbee.lancedbDir()
                             .resolve(LibraryLocks.WRITE_LOCK)) + ")");
                 }
             }
-            case ENGINE_USER -> held.push(users.join(engine.resolve(config), "warden-exec-" + ProcessHandle.current().pid()));
+            case BACKUP -> throw new IllegalStateException("backup is taken as sync and write");
+            case ENGINE_USER -> held.push(users.join(engine.resolve(config, lilbee).slot(), "warden-exec-" + ProcessHandle.current().pid()));
         }
         return Optional.empty();
     }

@@ -1,7 +1,7 @@
 package dev.warden.cli;
 
 import dev.warden.config.WardenConfig;
-import dev.warden.engine.EngineDir;
+import dev.warden.engine.EngineDirs;
 import dev.warden.reaper.PassOutcome;
 import dev.warden.reaper.Reaper;
 import dev.warden.reaper.ReaperService;
@@ -27,6 +27,9 @@ import picocli.CommandLine.Spec;
 public class ReapCommand implements Callable<Integer> {
 
     @Mixin
+    RootOptions root;
+
+    @Mixin
     EngineDirOption engine;
 
     @Option(names = "--once", description = "Run one pass and exit (serve runs the reaper continuously).")
@@ -50,11 +53,16 @@ public class ReapCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(),
                     "reap runs one pass: add --once (warden serve runs the reaper continuously).");
         }
-        EngineDir dir = engine.resolve(config);
-        Reaper reaper = reapers.reaperFor(dir);
-        PassOutcome outcome = dryRun ? reaper.dryRun() : reaper.pass();
-        spec.commandLine().getOut().printf("%s%s: %s%n", dryRun ? "dry run: " : "",
-                outcome.action().name().toLowerCase().replace('_', '-'), outcome.detail());
+        EngineDirs dirs = engine.resolve(config, root.resolve(config, java.util.Optional.empty()));
+        for (EngineDirs.Entry entry : dirs.entries()) {
+            if (entry != dirs.entries().getFirst() && !java.nio.file.Files.isDirectory(entry.dir().root())) {
+                continue;
+            }
+            Reaper reaper = reapers.reaperFor(entry.dir(), entry == dirs.entries().getFirst());
+            PassOutcome outcome = dryRun ? reaper.dryRun() : reaper.pass();
+            spec.commandLine().getOut().printf("%s%s (%s engine dir %s): %s%n", dryRun ? "dry run: " : "",
+                    outcome.action().name().toLowerCase().replace('_', '-'), entry.role(), entry.dir().root(), outcome.detail());
+        }
         return ExitCodes.OK;
     }
 }

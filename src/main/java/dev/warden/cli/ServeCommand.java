@@ -1,5 +1,6 @@
 package dev.warden.cli;
 
+import dev.warden.config.LilbeeEnvironment;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
 import dev.warden.hold.LockKeeper;
@@ -98,6 +99,9 @@ public class ServeCommand implements Callable<Integer> {
         exitCleanlyOn("TERM");
         exitCleanlyOn("INT");
         LilbeePaths lilbee = paths.resolve(config);
+        LOG.infof("Data root %s (from %s)", lilbee.dataRoot(), lilbee.rootOrigin());
+        LilbeeEnvironment.current().ignoredVariables(lilbee, config.dataDir().isPresent(), config.lancedbDir().isPresent())
+                .forEach(LOG::warn);
         Optional<Refusal> refusal;
         try {
             refusal = keeper.start(lilbee, !noWait);
@@ -112,7 +116,7 @@ public class ServeCommand implements Callable<Integer> {
         LOG.infof("warden serves data dir %s%s; probes on port %d", lilbee.dataDir(),
                 lilbee.scopeDir().map(s -> " in scope " + s).orElse(""), port);
         if (config.reaper().enabled()) {
-            reaper.start(engine.resolve(config));
+            reaper.start(engine.resolve(config, lilbee));
         }
         Quarkus.waitForExit();
         return ExitCodes.OK;

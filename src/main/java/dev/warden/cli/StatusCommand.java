@@ -68,14 +68,14 @@ public class StatusCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         LilbeePaths lilbee = paths.resolve(config).canonical();
         List<LockLook> looks = inspector.look(lilbee);
-        EngineLook engineLook = engines.look(engine.resolve(config), config.reaper().lockName());
-        LibraryLook libraryLook = library.look(lilbee.dataRoot(), LilbeePaths.lancedbDir(config, lilbee.dataRoot()));
+        List<EngineLook> engineLooks = engines.look(engine.resolve(config, lilbee), config.reaper().lockName());
+        LibraryLook libraryLook = library.look(lilbee.dataRoot(), lilbee.lancedbDir());
         PrintWriter out = spec.commandLine().getOut();
         if (json) {
             out.println(mapper.writerWithDefaultPrettyPrinter().writeValueAsString(
-                    statusJson.document(lilbee, looks, libraryLook, engineLook, java.util.Optional.empty())));
+                    statusJson.document(lilbee, looks, libraryLook, engineLooks, java.util.Optional.empty())));
         } else {
-            out.printf("data root  %s%n", lilbee.dataRoot());
+            out.printf("data root  %s (from %s)%n", lilbee.dataRoot(), lilbee.rootOrigin());
             out.printf("data dir   %s%n", lilbee.dataDir());
             out.printf("scope      %s%n", lilbee.scopeDir().map(Object::toString).orElse("(none)"));
             for (LockLook look : looks) {
@@ -85,23 +85,32 @@ public class StatusCommand implements Callable<Integer> {
                     .orElse(libraryLook.syncRunning() ? "a sync or import is running" : "none running"));
             out.printf("reset      %s%n", libraryLook.resetRunning() ? "a reset is running" : "none running");
             out.printf("write lock %s%n", libraryLook.writeLock());
-            out.printf("engine dir %s%n", engineLook.dir());
-            out.printf("users      %s%n", engineLook.liveUsers().isEmpty() ? "none live" : String.join(", ", engineLook.liveUsers()));
-            out.printf("keep-warm  %s%n", engineLook.keepWarmMarkers().isEmpty() ? "no" : String.join(", ", engineLook.keepWarmMarkers()));
-            out.printf("reaper     %s%n", engineLook.reaperLock());
-            if (engineLook.records().isEmpty()) {
-                out.printf("engines    none recorded%n");
-            }
-            for (EngineLook.RecordLook r : engineLook.records()) {
-                out.printf("engine     %s: pid %d%s, ours: %s, answers: %s%n", r.file(), r.pid(),
-                        r.proxyPort().map(p -> ", port " + p).orElse(""), r.ours(), r.answers() ? "yes" : "no");
-            }
-            for (var bad : engineLook.unreadable()) {
-                out.printf("unreadable %s: %s (left in place)%n", bad.file().getFileName(), bad.reason());
+            for (EngineLook engineLook : engineLooks) {
+                printEngine(out, engineLook);
             }
         }
         out.flush();
         return ExitCodes.OK;
+    }
+
+    private static void printEngine(PrintWriter out, EngineLook look) {
+        out.printf("engine dir %s (%s)%s%n", look.dir(), look.role(), look.exists() ? "" : ": not created yet");
+        if (!look.exists()) {
+            return;
+        }
+        out.printf("  users      %s%n", look.liveUsers().isEmpty() ? "none live" : String.join(", ", look.liveUsers()));
+        out.printf("  keep-warm  %s%n", look.keepWarmMarkers().isEmpty() ? "no" : String.join(", ", look.keepWarmMarkers()));
+        out.printf("  reaper     %s%n", look.reaperLock());
+        if (look.records().isEmpty()) {
+            out.printf("  engines    none recorded%n");
+        }
+        for (EngineLook.RecordLook r : look.records()) {
+            out.printf("  engine     %s: pid %d%s, ours: %s, answers: %s%n", r.file(), r.pid(),
+                    r.proxyPort().map(p -> ", port " + p).orElse(""), r.ours(), r.answers() ? "yes" : "no");
+        }
+        for (var bad : look.unreadable()) {
+            out.printf("  unreadable %s: %s (left in place)%n", bad.file().getFileName(), bad.reason());
+        }
     }
 
     private static String describe(LockLook look) {

@@ -7,30 +7,37 @@ import java.nio.file.Path;
 import java.util.Optional;
 
 /**
- * The directories whose locks warden holds, canonicalised (symbolic links resolved) so that two
- * spellings of one directory are one lock, as lilbee resolves them.
+ * The directories whose locks warden holds, canonicalised as lilbee canonicalises them (links
+ * resolved, {@code ~} expanded) so that two spellings of one directory are one lock.
+ *
+ * @param rootOrigin which step of lilbee's resolution gave the data root (for the log)
  */
-public record LilbeePaths(Path dataRoot, Path dataDir, Optional<Path> scopeDir) {
+public record LilbeePaths(Path dataRoot, Path dataDir, Path lancedbDir, Optional<Path> scopeDir, String rootOrigin) {
 
     public static final String SERVER_LOCK = "server.lock";
     public static final String SCOPE_LOCK = "server.scope.lock";
     public static final String SCOPE_OWNER = "server.scope.owner.json";
 
-    /**
-     * The paths from configuration, with the command line's overrides. A data root named on the
-     * command line moves the data dir with it, unless the data dir is configured on its own.
-     */
-    public static LilbeePaths of(WardenConfig config, Optional<Path> dataRootOverride, Optional<Path> scopeOverride) {
-        Path root = dataRootOverride.orElse(config.dataRoot());
-        Path dataDir = config.dataDir().orElse(root.resolve("data"));
-        Optional<Path> scope = scopeOverride.isPresent() ? scopeOverride : config.scopeDir();
-        return new LilbeePaths(root.toAbsolutePath().normalize(), dataDir.toAbsolutePath().normalize(),
-                scope.map(p -> p.toAbsolutePath().normalize()));
+    /** What the command line may say over the configuration. */
+    public record Overrides(Optional<Path> dataRoot, Optional<Path> scope, boolean global) {
+        public static final Overrides NONE = new Overrides(Optional.empty(), Optional.empty(), false);
     }
 
-    /** lilbee's LanceDB dir: {@code warden.lancedb-dir}, else {@code <data root>/data/lancedb}. */
-    public static Path lancedbDir(WardenConfig config, Path dataRoot) {
-        return config.lancedbDir().orElse(dataRoot.resolve("data").resolve("lancedb")).toAbsolutePath().normalize();
+    /**
+     * The paths from the command line, else the configuration's explicit {@code warden.*}
+     * properties, else exactly where {@code lilbee serve} would put them in {@code env}. The data
+     * dir and LanceDB dir follow the data root unless configured on their own.
+     */
+    public static LilbeePaths of(WardenConfig config, LilbeeEnvironment env, Overrides overrides) {
+        Realpath real = env.realpath();
+        LilbeeEnvironment.Resolved root = overrides.dataRoot().map(p -> new LilbeeEnvironment.Resolved(real.of(p), "--data-root"))
+                .or(() -> overrides.global() ? Optional.empty()
+                        : config.dataRoot().map(p -> new LilbeeEnvironment.Resolved(real.of(p), "warden.data-root")))
+                .orElseGet(() -> env.dataRoot(overrides.global()));
+        Path dataDir = config.dataDir().map(real::of).orElse(root.path().resolve("data"));
+        Path lancedb = config.lancedbDir().map(real::of).orElse(root.path().resolve("data").resolve("lancedb"));
+        Optional<Path> scope = overrides.scope().or(config::scopeDir).map(real::of).or(env::scopeDir);
+        return new LilbeePaths(root.path(), dataDir, lancedb, scope, root.origin());
     }
 
     public Path serverLock() {
@@ -45,9 +52,10 @@ public record LilbeePaths(Path dataRoot, Path dataDir, Optional<Path> scopeDir) 
         return scopeDir.map(d -> d.resolve(SCOPE_OWNER));
     }
 
-    /** The same paths with every existing directory's links resolved; missing ones stay as they are. */
+    /** The same paths with every existing directory's links resolved again; missing ones stay as they are. */
     public LilbeePaths canonical() {
-        return new LilbeePaths(realOrSelf(dataRoot), realOrSelf(dataDir), scopeDir.map(LilbeePaths::realOrSelf));
+        return new LilbeePaths(realOrSelf(dataRoot), realOrSelf(dataDir), realOrSelf(lancedbDir),
+                scopeDir.map(LilbeePaths::realOrSelf), rootOrigin);
     }
 
     /** Creates the data dir and scope dir (as lilbee does before locking), then canonicalises. */

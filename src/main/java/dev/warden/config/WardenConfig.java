@@ -15,39 +15,41 @@ import java.util.Optional;
 public interface WardenConfig {
 
     /**
-     * lilbee's data root: {@code $LILBEE_DATA}, else {@code $XDG_DATA_HOME/lilbee}, else
-     * {@code ~/.local/share/lilbee}. {@code serve --data-root} overrides it.
+     * lilbee's data root. Unset (the default): exactly where {@code lilbee serve} puts it in this
+     * environment: {@code $LILBEE_DATA}, else {@code $LILBEE_DATA_ROOT}, else {@code data_root} in
+     * config.toml, else a {@code .lilbee/} directory above the working directory, else
+     * {@code $XDG_DATA_HOME/lilbee}, else {@code ~/.local/share/lilbee} (see {@link LilbeeEnvironment}).
+     * {@code serve --data-root} overrides it.
      */
-    @WithDefault("${LILBEE_DATA:${XDG_DATA_HOME:${HOME:${user.home}}/.local/share}/lilbee}")
-    Path dataRoot();
+    Optional<Path> dataRoot();
 
     /**
-     * The data dir whose {@code server.lock} warden holds: {@code $LILBEE_DATA_DIR}, else
-     * {@code <data-root>/data}.
+     * The data dir whose {@code server.lock} warden holds. Unset: {@code <data-root>/data}, the
+     * only data dir {@code lilbee serve} uses ({@code $LILBEE_DATA_DIR} does not move it).
      */
-    @WithDefault("${LILBEE_DATA_DIR:}")
     Optional<Path> dataDir();
 
     /**
      * The exclusive scope (a root shared by several data dirs) whose {@code server.scope.lock}
-     * warden also holds: {@code $LILBEE_EXCLUSIVE_SCOPE}, else none.
+     * warden also holds. Unset: {@code $LILBEE_EXCLUSIVE_SCOPE}, else none.
      */
-    @WithDefault("${LILBEE_EXCLUSIVE_SCOPE:}")
     Optional<Path> scopeDir();
 
     /**
-     * The LanceDB dir whose {@code .lock} is lilbee's write lock: {@code $LILBEE_LANCEDB_DIR}, else
-     * {@code <data-root>/data/lancedb}.
+     * The LanceDB dir whose {@code .lock} is lilbee's write lock. Unset:
+     * {@code <data-root>/data/lancedb}, as {@code lilbee serve} uses ({@code $LILBEE_LANCEDB_DIR}
+     * does not move it).
      */
-    @WithDefault("${LILBEE_LANCEDB_DIR:}")
     Optional<Path> lancedbDir();
 
     /**
-     * The engine dir lilbee's llama-swap fleet lives in: {@code $LILBEE_ENGINE_DIR}, else
-     * {@code $XDG_STATE_HOME/lilbee/engine}, else {@code ~/.local/state/lilbee/engine}.
+     * lilbee's machine engine slot, the first of the engine dirs the reaper watches. Unset:
+     * {@code $LILBEE_ENGINE_DIR}, else {@code $XDG_STATE_HOME/lilbee/engine}, else
+     * {@code ~/.local/state/lilbee/engine}. The data root's overflow dir
+     * ({@code <data-root>/data/engine}) and the data dir itself (older lilbee versions recorded
+     * engines there) are watched as well.
      */
-    @WithDefault("${LILBEE_ENGINE_DIR:${XDG_STATE_HOME:${HOME:${user.home}}/.local/state}/lilbee/engine}")
-    Path engineDir();
+    Optional<Path> engineDir();
 
     Engine engine();
 

@@ -8,6 +8,7 @@ import dev.warden.lock.ProcLocks;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.net.URI;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -55,35 +56,57 @@ public class EngineActions {
         }
     }
 
-    /** Stops every recorded engine and deletes the records and keep-warm markers. */
-    public List<String> stop(EngineDir dir) throws BuildLockBusy, LockException {
-        try (HeldLock build = buildLock(dir)) {
-            List<EngineRecord> recorded = records.read(dir);
-            if (recorded.isEmpty()) {
-                return List.of("no engine is recorded in " + dir.root());
+    /**
+     * Stops the engines recorded in every dir of {@code dirs} (a dir lilbee has not created is
+     * skipped), each under its own build lock. A dir whose build lock stays held does not keep the
+     * others from being stopped; it is reported once the rest are done.
+     */
+    public List<String> stop(EngineDirs dirs) throws BuildLockBusy, LockException {
+        List<String> done = new ArrayList<>();
+        List<String> busy = new ArrayList<>();
+        for (EngineDir dir : present(dirs)) {
+            try (HeldLock build = buildLock(dir)) {
+                List<EngineRecord> recorded = records.read(dir);
+                done.addAll(recorded.isEmpty() ? List.of("no engine is recorded in " + dir.root()) : stopper.stopAll(dir, recorded));
+            } catch (BuildLockBusy e) {
+                busy.add(e.getMessage());
             }
-            return stopper.stopAll(dir, recorded);
         }
+        if (!busy.isEmpty()) {
+            throw new BuildLockBusy(String.join(" ", busy) + (done.isEmpty() ? "" : " Done meanwhile: " + String.join("; ", done)));
+        }
+        return done;
     }
 
-    /** Unloads the weights of every recorded engine (and {@code warden.engine.url}); the proxies stay up. */
-    public List<EngineClient.UnloadResult> unload(EngineDir dir) throws BuildLockBusy, LockException {
-        try (HeldLock build = buildLock(dir)) {
-            List<EngineClient.UnloadResult> results = new ArrayList<>();
-            for (EngineRecord record : records.read(dir)) {
-                if (record.proxyPort().isEmpty()) {
-                    results.add(new EngineClient.UnloadResult(false, record.file().getFileName() + " records no proxy_port"));
-                } else {
-                    EngineClient.UnloadResult result = client.unload(EngineClient.loopback(record.proxyPort().getAsInt()));
-                    results.add(new EngineClient.UnloadResult(result.unloaded(), record.file().getFileName() + ": " + result.detail()));
+    /**
+     * Unloads the weights of every engine recorded in {@code dirs} (and {@code warden.engine.url},
+     * once); the proxies stay up.
+     */
+    public List<EngineClient.UnloadResult> unload(EngineDirs dirs) throws BuildLockBusy, LockException {
+        List<EngineClient.UnloadResult> results = new ArrayList<>();
+        for (EngineDir dir : present(dirs)) {
+            try (HeldLock build = buildLock(dir)) {
+                for (EngineRecord record : records.read(dir)) {
+                    if (record.proxyPort().isEmpty()) {
+                        results.add(new EngineClient.UnloadResult(false, record.file() + " records no proxy_port"));
+                    } else {
+                        EngineClient.UnloadResult result = client.unload(EngineClient.loopback(record.proxyPort().getAsInt()));
+                        results.add(new EngineClient.UnloadResult(result.unloaded(), record.file() + ": " + result.detail()));
+                    }
                 }
             }
-            externalEngine.ifPresent(url -> {
-                EngineClient.UnloadResult result = client.unload(url);
-                results.add(new EngineClient.UnloadResult(result.unloaded(), url + ": " + result.detail()));
-            });
-            return results;
         }
+        externalEngine.ifPresent(url -> {
+            EngineClient.UnloadResult result = client.unload(url);
+            results.add(new EngineClient.UnloadResult(result.unloaded(), url + ": " + result.detail()));
+        });
+        return results;
+    }
+
+    /** The machine slot always (lilbee creates it with its first engine), the others once lilbee made them. */
+    private static List<EngineDir> present(EngineDirs dirs) {
+        return dirs.entries().stream().filter(e -> e.equals(dirs.entries().getFirst()) || Files.isDirectory(e.dir().root()))
+                .map(EngineDirs.Entry::dir).toList();
     }
 
     private HeldLock buildLock(EngineDir dir) throws BuildLockBusy, LockException {

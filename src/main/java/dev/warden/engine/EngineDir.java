@@ -76,6 +76,11 @@ public record EngineDir(Path root) {
         }
     }
 
+    /** Whether lilbee has recorded an engine or a user here: a dir without either has nothing to reap. */
+    public boolean hasEngineFiles() {
+        return Files.isDirectory(usersDir()) || !recordFiles().isEmpty();
+    }
+
     /** {@code llama-swap.state*.json}, without the {@code .<name>.tmp} files of writes in flight. */
     public List<Path> recordFiles() {
         List<Path> files = list(root, RECORD_PREFIX + "*.json");

@@ -30,7 +30,15 @@ public class EngineInspector {
         this.procLocks = procLocks;
     }
 
-    public EngineLook look(EngineDir dir, String reaperLockName) {
+    /** Every dir of {@code dirs}, slot first. */
+    public List<EngineLook> look(EngineDirs dirs, String reaperLockName) {
+        return dirs.entries().stream().map(e -> look(e.role(), e.dir(), reaperLockName)).toList();
+    }
+
+    private EngineLook look(String role, EngineDir dir, String reaperLockName) {
+        if (!java.nio.file.Files.isDirectory(dir.root())) {
+            return new EngineLook(role, dir.root(), false, List.of(), List.of(), List.of(), List.of(), "free");
+        }
         List<EngineLook.RecordLook> looks = new ArrayList<>();
         EngineRecords.Scan scan = records.scan(dir);
         for (EngineRecord record : scan.records()) {
@@ -45,7 +53,7 @@ public class EngineInspector {
                     ours, record.proxyPort().isPresent() && client.answers(EngineClient.loopback(record.proxyPort().getAsInt()))));
         }
         List<String> markers = dir.keepWarmMarkers().stream().map(p -> p.getFileName().toString()).toList();
-        return new EngineLook(dir.root(), users.liveIds(dir), markers, looks, scan.unreadable(), reaperLock(dir.reaperLock(reaperLockName)));
+        return new EngineLook(role, dir.root(), true, users.liveIds(dir), markers, looks, scan.unreadable(), reaperLock(dir.reaperLock(reaperLockName)));
     }
 
     private String reaperLock(Path lock) {

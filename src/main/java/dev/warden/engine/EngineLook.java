@@ -7,10 +7,12 @@ import java.util.Optional;
 /**
  * One look at an engine dir: who uses it, whether it is kept warm, and each recorded engine.
  *
+ * @param role why lilbee uses the dir: {@code slot}, {@code overflow} or {@code legacy} (see {@link EngineDirs})
+ * @param exists whether the dir exists (lilbee creates the overflow dir only when it needs it)
  * @param reaperLock "free", or "held" with the holder's pid where the kernel's lock table shows it
  * @param unreadable files named like records that are not records, each with why
  */
-public record EngineLook(Path dir, List<String> liveUsers, List<String> keepWarmMarkers, List<RecordLook> records,
+public record EngineLook(String role, Path dir, boolean exists, List<String> liveUsers, List<String> keepWarmMarkers, List<RecordLook> records,
         List<EngineRecords.Unreadable> unreadable, String reaperLock) {
 
     /**

@@ -100,6 +100,10 @@ public class LockKeeper {
         paths.scopeLock().ifPresent(p -> planned.add(new Slot(LockKind.SCOPE, p)));
         planned.add(new Slot(LockKind.DATA_DIR, paths.serverLock()));
         slots = List.copyOf(planned);
+        if (paths.scopeDir().isPresent()) {
+            // The owner file's first write would otherwise load and compile its JSON path on the takeover.
+            ownerFile.warm(paths.dataDir(), pid);
+        }
         if (!wait) {
             Optional<Refusal> refusal = takeAllNow(clock.instant());
             if (refusal.isPresent()) {
@@ -193,6 +197,7 @@ public class LockKeeper {
             becomeHolder(slot, lock.get(), now);
         }
         everHeldAll = true;
+        writeOwnerIfDue();
         return Optional.empty();
     }
 
@@ -221,6 +226,14 @@ public class LockKeeper {
     }
 
     private void round(Instant now) {
+        try {
+            takeInOrder(now);
+        } finally {
+            writeOwnerIfDue();
+        }
+    }
+
+    private void takeInOrder(Instant now) {
         for (int i = 0; i < slots.size(); i++) {
             Slot slot = slots.get(i);
             if (slot.held != null) {
@@ -309,15 +322,6 @@ public class LockKeeper {
     private void becomeHolder(Slot slot, HeldLock lock, Instant now) {
         slot.held = lock;
         slot.retryAt = null;
-        if (slot.kind == LockKind.SCOPE) {
-            Path owner = paths.scopeOwner().orElseThrow();
-            try {
-                ownerFile.write(owner, paths.dataDir(), pid);
-            } catch (IOException e) {
-                LOG.warnf("Holding the scope lock, but cannot write %s (%s): refused servers will not know who holds it",
-                        owner, e);
-            }
-        }
         LockState previous = slot.state;
         slot.state = new LockState.Held(now, previous instanceof LockState.HeldElsewhere elsewhere
                 ? Duration.between(elsewhere.since(), now) : Duration.ZERO);
@@ -325,6 +329,26 @@ public class LockKeeper {
             LOG.infof("Took over %s (another process held it since %s)", slot.path, elsewhere.since());
         } else {
             LOG.infof("Holding %s", slot.path);
+        }
+    }
+
+    /**
+     * Writes the scope's owner file once the round has tried the locks after the scope: the data-dir
+     * lock is taken first (a takeover is not held up by a file write), and the owner is still named
+     * while warden holds the scope, waiting for the data dir or not.
+     */
+    private void writeOwnerIfDue() {
+        for (Slot slot : slots) {
+            if (slot.kind == LockKind.SCOPE && slot.held != null && !slot.ownerWritten) {
+                slot.ownerWritten = true;
+                Path owner = paths.scopeOwner().orElseThrow();
+                try {
+                    ownerFile.write(owner, paths.dataDir(), pid);
+                } catch (IOException e) {
+                    LOG.warnf("Holding the scope lock, but cannot write %s (%s): refused servers will not know who holds it",
+                            owner, e);
+                }
+            }
         }
     }
 
@@ -376,6 +400,7 @@ public class LockKeeper {
             }
             slot.held.close();
             slot.held = null;
+            slot.ownerWritten = false;
             slot.state = new LockState.Waiting("released");
             LOG.infof("Released %s", slot.path);
         }
@@ -407,6 +432,8 @@ public class LockKeeper {
         final LockKind kind;
         final Path path;
         HeldLock held;
+        /** For the scope: whether this hold's owner file has been written. */
+        boolean ownerWritten;
         CompletableFuture<HeldLock> attempt;
         LockState state = new LockState.Waiting("not tried yet");
         Instant retryAt;

@@ -16,7 +16,7 @@ import java.util.OptionalLong;
  * Written only while the scope lock is held, atomically (temp file and rename) so a reader never
  * sees half of it, and removed before the lock is released so a newcomer never reads a stale one.
  */
-public final class ScopeOwnerFile {
+public class ScopeOwnerFile {
 
     /** Owner files are a line of JSON; anything much larger is not one, and is not read whole. */
     private static final long MAX_SIZE = 64 * 1024;
@@ -39,6 +39,15 @@ public final class ScopeOwnerFile {
             Files.move(tmp, ownerFile, StandardCopyOption.REPLACE_EXISTING);
         } finally {
             Files.deleteIfExists(tmp);
+        }
+    }
+
+    /** Builds an owner file's bytes without writing them, so the first real write is not a cold one. */
+    public void warm(Path dataDir, long pid) {
+        try {
+            json.writeValueAsBytes(json.createObjectNode().put("data_dir", dataDir.toString()).put("pid", pid));
+        } catch (IOException e) {
+            // only a warm-up: the real write reports its own errors
         }
     }
 

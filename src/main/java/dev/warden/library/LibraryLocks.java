@@ -24,7 +24,7 @@ public class LibraryLocks {
 
     public static final String SYNC_LOCK = "sync.lock";
     public static final String WRITE_LOCK = ".lock";
-    static final String SYNC_RUNNING = "A sync or import is running on this library. Reset again when it finishes.";
+    static final String SYNC_RUNNING = "A sync, an import, an add or a wiki build is running on this library. Reset again when it finishes.";
     private static final Logger LOG = Logger.getLogger(LibraryLocks.class);
     /**
      * Minimum blocking wait granted to the in-process mutex even when the file lock used the whole

@@ -34,6 +34,6 @@ public class LibraryWatch {
     @Scheduled(every = "5s", delayed = "1s", concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     void look() {
         keeper.paths().ifPresent(paths -> last.set(Optional.of(
-                library.look(paths.dataRoot(), LilbeePaths.lancedbDir(config, paths.dataRoot())))));
+                library.look(paths.dataRoot(), paths.lancedbDir()))));
     }
 }

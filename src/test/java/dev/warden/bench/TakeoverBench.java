@@ -6,6 +6,7 @@ import dev.warden.lock.LockException;
 import dev.warden.lock.NativePosix;
 import dev.warden.testing.Await;
 import dev.warden.testing.KernelLocks;
+import dev.warden.testing.LilbeeServe;
 import dev.warden.testing.Peer;
 import dev.warden.testing.WardenProcess;
 import java.io.BufferedReader;
@@ -15,8 +16,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -65,8 +68,10 @@ class TakeoverBench {
         } else {
             rows.add("| filelock | not measured: no -Dinterop.python with filelock | | | | | |");
         }
-        long[] ready = readinessTakeover();
+        long[] ready = readinessTakeover(false);
         rows.add(row("warden serve: holder killed until /q/health/ready is 200 (probe polled every 1 ms)", stats(ready), ""));
+        rows.add(row("the same with a scope: one holder of the scope and the data-dir lock killed", stats(readinessTakeover(true)),
+                "close to the row above"));
         Report.section("1. Lock takeover",
                 "The holder (util-linux `flock --no-fork ... sleep`) is SIGKILLed; time from just before the kill until"
                         + " the waiter holds the lock. " + TRIALS + " trials each (readiness: " + ready.length + ").",
@@ -139,16 +144,24 @@ class TakeoverBench {
         });
     }
 
-    private long[] readinessTakeover() throws Exception {
-        Path root = dir.resolve("root");
+    /**
+     * @param scoped one process holds the scope lock and the data-dir lock, as {@code lilbee serve} with
+     *     {@code LILBEE_EXCLUSIVE_SCOPE} does; warden waits on the scope, then takes the data dir
+     */
+    private long[] readinessTakeover(boolean scoped) throws Exception {
+        Path root = dir.resolve(scoped ? "scoped-root" : "root");
         Path lock = Files.createDirectories(root.resolve("data")).resolve("server.lock");
+        Path scope = Files.createDirectories(dir.resolve("scope"));
         int trials = Math.max(10, TRIALS / 5);
         long[] micros = new long[trials];
         for (int i = 0; i < trials; i++) {
-            try (Peer holder = Peer.flockHolder(lock);
-                    WardenProcess warden = WardenProcess.serve("bench-ready", "--data-root", root.toString(), "--engine-dir",
-                            dir.resolve("engine").toString())) {
-                warden.awaitLockData("data-dir.state", "held-elsewhere");
+            List<String> args = new ArrayList<>(List.of("--data-root", root.toString(), "--engine-dir", dir.resolve("engine").toString()));
+            if (scoped) {
+                args.addAll(List.of("--scope", scope.toString()));
+            }
+            try (Peer holder = scoped ? Peer.flockHolder(scope.resolve("server.scope.lock"), lock) : Peer.flockHolder(lock);
+                    WardenProcess warden = WardenProcess.serve("bench-ready", args.toArray(String[]::new))) {
+                warden.awaitLockData((scoped ? "scope" : "data-dir") + ".state", "held-elsewhere");
                 long killedAt = System.nanoTime();
                 holder.process().destroyForcibly();
                 while (warden.status("/q/health/ready") != 200) {
@@ -160,6 +173,49 @@ class TakeoverBench {
         return micros;
     }
 
+
+    /**
+     * The real {@code lilbee serve} holds the data dir (with and without a scope) and is SIGKILLed;
+     * time until a standing-by warden's readiness answers 200. Each trial starts both afresh.
+     */
+    @Test
+    void takeoverFromTheRealLilbeeServe() throws Exception {
+        LilbeeServe.command("lilbee");
+        int trials = Integer.getInteger("warden.bench.lilbee-trials", 10);
+        List<String> rows = new ArrayList<>();
+        for (boolean scoped : new boolean[] {false, true}) {
+            long[] micros = new long[trials];
+            for (int i = 0; i < trials; i++) {
+                Path trial = Files.createDirectories(dir.resolve("lilbee-" + scoped + "-" + i));
+                Map<String, String> env = new HashMap<>(Map.of("LILBEE_DATA", trial.resolve("root").toString()));
+                if (scoped) {
+                    env.put("LILBEE_EXCLUSIVE_SCOPE", trial.resolve("scope").toString());
+                }
+                env = LilbeeServe.environment(Files.createDirectories(trial.resolve("home")), env);
+                try (LilbeeServe lilbee = LilbeeServe.start(trial, env)) {
+                    lilbee.awaitServing();
+                    try (WardenProcess warden = WardenProcess.serve("bench-lilbee", env, trial, List.of())) {
+                        warden.awaitLockData((scoped ? "scope" : "data-dir") + ".holder-pid", Long.toString(lilbee.pid()));
+                        long killedAt = System.nanoTime();
+                        lilbee.process().destroyForcibly();
+                        while (warden.status("/q/health/ready") != 200) {
+                            sleep(1);
+                        }
+                        micros[i] = (System.nanoTime() - killedAt) / 1000;
+                    }
+                }
+            }
+            rows.add(row("lilbee serve 0.6.90b449 SIGKILLed" + (scoped ? ", with LILBEE_EXCLUSIVE_SCOPE" : ""), stats(micros),
+                    scoped ? "close to the row above" : "near the flock row of section 1"));
+        }
+        Report.section("1b. Takeover from the real lilbee serve",
+                "The real `lilbee serve` (full install from PyPI, embedding off, nothing downloaded) holds its locks; a"
+                        + " `warden serve` in the same environment stands by naming its pid; lilbee is SIGKILLed. Time from"
+                        + " just before the kill until warden's /q/health/ready answers 200 (polled every 1 ms). " + trials
+                        + " trials each; the kernel floor for the lock alone is in section 1.",
+                List.of("| holder | median ms | p99 ms | min ms | max ms | trials | goal |", "|---|---|---|---|---|---|---|"),
+                rows);
+    }
 
     private static void sleep(long ms) {
         try {

@@ -124,7 +124,7 @@ class ExecIT {
             WardenProcess.Result result = WardenProcess.run("exec", "--hold", "reset", "--data-root", root.toString(),
                     "--", "true");
             assertEquals(3, result.exitCode());
-            assertTrue(result.stderr().contains("A sync or import is running on this library."), result.stderr());
+            assertTrue(result.stderr().contains("A sync, an import, an add or a wiki build is running on this library."), result.stderr());
         }
     }
 
@@ -212,7 +212,7 @@ class ExecIT {
     void syncAndResetTogetherIsAUsageError() throws Exception {
         WardenProcess.Result result = WardenProcess.run("exec", "--hold", "sync,reset", "--", "true");
         assertEquals(2, result.exitCode());
-        assertTrue(result.stderr().contains("sync and reset exclude each other"), result.stderr());
+        assertTrue(result.stderr().contains("sync (or backup) and reset exclude each other"), result.stderr());
     }
 
     private static void assertThrows(Class<? extends Throwable> type, org.junit.jupiter.api.function.Executable run) {

@@ -14,8 +14,9 @@ import org.junit.jupiter.api.io.TempDir;
 /** warden finds lilbee's files where lilbee puts them, from the same environment variables. */
 class PathDefaultsIT {
 
-    private static final String[] LILBEE_VARS = {"LILBEE_DATA", "LILBEE_DATA_DIR", "LILBEE_EXCLUSIVE_SCOPE", "XDG_DATA_HOME",
-        "WARDEN_DATA_ROOT", "WARDEN_DATA_DIR", "WARDEN_SCOPE_DIR"};
+    private static final String[] LILBEE_VARS = {"LILBEE_DATA", "LILBEE_DATA_ROOT", "LILBEE_DATA_DIR", "LILBEE_LANCEDB_DIR",
+        "LILBEE_EXCLUSIVE_SCOPE", "LILBEE_ENGINE_DIR", "XDG_DATA_HOME", "WARDEN_DATA_ROOT", "WARDEN_DATA_DIR",
+        "WARDEN_SCOPE_DIR", "WARDEN_LANCEDB_DIR", "WARDEN_ENGINE_DIR"};
 
     @TempDir
     Path dir;
@@ -58,12 +59,36 @@ class PathDefaultsIT {
     }
 
     @Test
-    void lilbeeDataDirAndExclusiveScopeAreHonoured() throws Exception {
-        JsonNode status = status(Map.of("LILBEE_DATA_DIR", dir.resolve("elsewhere").toString(),
+    void lilbeeDataDirIsIgnoredAsLilbeeServeIgnoresItAndTheScopeIsHonoured() throws Exception {
+        JsonNode status = status(Map.of("LILBEE_DATA", dir.resolve("ld").toString(),
+                "LILBEE_DATA_DIR", dir.resolve("elsewhere").toString(),
+                "LILBEE_LANCEDB_DIR", dir.resolve("lance").toString(),
                 "LILBEE_EXCLUSIVE_SCOPE", dir.resolve("scope").toString()));
-        assertEquals(dir.resolve("elsewhere").toString(), status.get("data_dir").asText());
+        assertEquals(dir.resolve("ld/data").toString(), status.get("data_dir").asText());
+        assertEquals(dir.resolve("ld/data/lancedb").toString(), status.get("lancedb_dir").asText());
         assertEquals(dir.resolve("scope").toString(), status.get("scope_dir").asText());
         assertEquals("scope", status.at("/locks/0/name").asText());
+    }
+
+    @Test
+    void lilbeeDataRootAndGlobalAreHonoured() throws Exception {
+        JsonNode status = status(Map.of("LILBEE_DATA_ROOT", dir.resolve("y").toString()));
+        assertEquals(dir.resolve("y/data").toString(), status.get("data_dir").asText());
+        assertEquals("LILBEE_DATA_ROOT", status.get("data_root_from").asText());
+        status = status(Map.of("LILBEE_DATA_ROOT", dir.resolve("y").toString()), "--global");
+        assertEquals(dir.resolve("home/.local/share/lilbee").toString(), status.get("data_root").asText());
+    }
+
+    @Test
+    void theThreeEngineDirsAreLookedAtSlotFirst() throws Exception {
+        JsonNode status = status(Map.of("LILBEE_DATA", dir.resolve("ld").toString(),
+                "LILBEE_ENGINE_DIR", dir.resolve("slot").toString()));
+        assertEquals(dir.resolve("slot").toString(), status.at("/engines/0/dir").asText());
+        assertEquals("slot", status.at("/engines/0/role").asText());
+        assertEquals(dir.resolve("ld/data/engine").toString(), status.at("/engines/1/dir").asText());
+        assertEquals("overflow", status.at("/engines/1/role").asText());
+        assertEquals(dir.resolve("ld/data").toString(), status.at("/engines/2/dir").asText());
+        assertEquals("legacy", status.at("/engines/2/role").asText());
     }
 
     @Test

@@ -38,7 +38,7 @@ class HealthProbesTest {
         given().when().get("/q/health/ready").then().statusCode(503)
                 .body("checks.find { it.name == 'locks' }.data.state", equalTo("not serving"));
 
-        LilbeePaths paths = new LilbeePaths(dir, dir.resolve("data"), Optional.of(dir.resolve("scope")));
+        LilbeePaths paths = new LilbeePaths(dir, dir.resolve("data"), dir.resolve("data/lancedb"), Optional.of(dir.resolve("scope")), "test");
         Files.createDirectories(paths.dataDir());
         try (Peer holder = Peer.flockHolder(paths.serverLock())) {
             keeper.start(paths, true);

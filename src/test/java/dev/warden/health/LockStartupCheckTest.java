@@ -42,7 +42,7 @@ class LockStartupCheckTest {
         assertEquals(HealthCheckResponse.Status.DOWN, check.call().getStatus(), "not serving yet");
         Path data = Files.createDirectories(dir.resolve("data"));
         try (Peer holder = Peer.flockHolder(data.resolve("server.lock"))) {
-            keeper.start(new LilbeePaths(dir, data, Optional.empty()), true);
+            keeper.start(new LilbeePaths(dir, data, data.resolve("lancedb"), Optional.empty(), "test"), true);
             assertEquals(HealthCheckResponse.Status.UP, check.call().getStatus());
             assertEquals(HealthCheckResponse.Status.DOWN, new LockStartupCheck(keeper, config(true)).call().getStatus());
             holder.kill();

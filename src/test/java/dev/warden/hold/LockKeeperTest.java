@@ -40,7 +40,7 @@ class LockKeeperTest {
 
     private LilbeePaths paths(String root, boolean scoped) {
         return new LilbeePaths(dir.resolve(root), dir.resolve(root).resolve("data"),
-                scoped ? Optional.of(dir.resolve("scope")) : Optional.empty());
+                dir.resolve(root).resolve("data/lancedb"), scoped ? Optional.of(dir.resolve("scope")) : Optional.empty(), "test");
     }
 
     @Test
@@ -56,6 +56,45 @@ class LockKeeperTest {
         assertEquals(Optional.of(dir.resolve("a/data").toRealPath().toString()), owner.dataDir());
         assertEquals(ProcessHandle.current().pid(), owner.pid().orElseThrow());
         assertTrue(keeper.snapshot().everHeldAll());
+    }
+
+    /**
+     * A takeover of scope and data dir (lilbee with a scope dies) takes the data-dir lock before the
+     * owner file's write, so the write does not stand between the holder's death and readiness.
+     */
+    @Test
+    void aScopedTakeoverTakesTheDataDirBeforeWritingTheOwnerFile() throws Exception {
+        LilbeePaths paths = paths("o", true);
+        Files.createDirectories(paths.dataDir());
+        Files.createDirectories(paths.scopeDir().orElseThrow());
+        FileLocker probe = new FileLocker(new NativePosix());
+        List<dev.warden.lock.LockProbe> dataDirAtWrite = new java.util.concurrent.CopyOnWriteArrayList<>();
+        ScopeOwnerFile recording = new ScopeOwnerFile(new ObjectMapper()) {
+            @Override
+            public void write(Path ownerFile, Path dataDir, long pid) throws java.io.IOException {
+                try {
+                    dataDirAtWrite.add(probe.probe(paths.serverLock()));
+                } catch (LockException e) {
+                    throw new java.io.IOException(e);
+                }
+                super.write(ownerFile, dataDir, pid);
+            }
+        };
+        LockKeeper scoped = new LockKeeper(new FileLocker(new NativePosix()), new ProcLocks(), recording,
+                InstantSource.system(), Duration.ofMillis(50), Duration.ofMillis(100));
+        try (Peer holder = Peer.flockHolder(paths.scopeLock().orElseThrow(), paths.serverLock())) {
+            scoped.start(paths, true);
+            Await.until("warden stands by on the scope", () -> scoped.snapshot().lock(LockKind.SCOPE)
+                    .map(l -> l.state() instanceof LockState.HeldElsewhere).orElse(false));
+            holder.kill();
+            Await.until("the standby holds both locks", () -> scoped.snapshot().allHeld());
+            Await.until("the owner file is written", () -> !dataDirAtWrite.isEmpty());
+            assertEquals(List.of(dev.warden.lock.LockProbe.HELD), dataDirAtWrite,
+                    "the data-dir lock was already warden's when the owner file was written");
+            assertTrue(Files.exists(paths.scopeOwner().orElseThrow()));
+        } finally {
+            scoped.stop();
+        }
     }
 
     @Test

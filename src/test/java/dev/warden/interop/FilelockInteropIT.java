@@ -82,7 +82,7 @@ class FilelockInteropIT {
             lilbee.awaitLine("locked", Duration.ofSeconds(30));
             ResetRefusedException e = org.junit.jupiter.api.Assertions.assertThrows(ResetRefusedException.class,
                     () -> library.noSyncRunning(root));
-            assertEquals("A sync or import is running on this library. Reset again when it finishes.", e.getMessage());
+            assertEquals("A sync, an import, an add or a wiki build is running on this library. Reset again when it finishes.", e.getMessage());
         }
         try (SyncMark.Held mark = library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow();
                 Peer lilbee = Peer.filelock("write", sync, 0)) {

@@ -44,7 +44,12 @@ class LilbeeInteropIT {
 
     /** Runs a lilbee command that prints one line and ends; returns the line. */
     private String ask(String command, String... args) throws Exception {
-        try (Peer lilbee = Peer.lilbee(command, engine, args)) {
+        return ask(command, engine, args);
+    }
+
+    /** The same, on {@code engineDir}. */
+    private String ask(String command, Path engineDir, String... args) throws Exception {
+        try (Peer lilbee = Peer.lilbee(command, engineDir, args)) {
             String line = new String(lilbee.process().getInputStream().readAllBytes()).trim();
             assertTrue(lilbee.process().waitFor(30, TimeUnit.SECONDS));
             assertEquals(0, lilbee.process().exitValue(), "lilbee " + command + ": " + line);
@@ -105,9 +110,35 @@ class LilbeeInteropIT {
             try (WardenProcess warden = serve("lilbee-user")) {
                 JsonNode status = warden.awaitJson("/api/v1/status", "/reaper/last_pass/action",
                         a -> "users-live".equals(a.asText()));
-                assertEquals(Long.toString(user.pid()), status.at("/engine/live_users/0").asText(), status.toString());
+                assertEquals(Long.toString(user.pid()), status.at("/engines/0/live_users/0").asText(), status.toString());
                 user.kill();
                 assertEquals(143, llamaSwap.exitCode(WAIT), warden.log());
+            }
+        }
+    }
+
+    /**
+     * lilbee builds in {@code <data root>/data/engine} when the machine slot holds an incompatible
+     * engine: warden watches that dir too, from the data root alone.
+     */
+    @Test
+    void anEngineInTheOverflowDirIsStoppedWhenItsLastLilbeeUserDies() throws Exception {
+        Path lib = root.resolve("lib");
+        Path overflow = Files.createDirectories(lib.resolve("data/engine"));
+        try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", "0");
+                Peer user = Peer.lilbee("hold-user", overflow)) {
+            user.awaitLine("held", WAIT);
+            llamaSwap.writeRecord(overflow, "chat", FakeEngine.freePort(), List.of());
+            try (WardenProcess warden = WardenProcess.serve("lilbee-overflow", "--data-root", lib.toString())) {
+                JsonNode status = warden.awaitJson("/api/v1/status", "/reaper/dirs/1/last_pass/action",
+                        a -> "users-live".equals(a.asText()));
+                assertEquals("overflow", status.at("/engines/1/role").asText(), status.toString());
+                assertEquals(overflow.toRealPath().toString(), status.at("/engines/1/dir").asText(), status.toString());
+                assertEquals(Long.toString(user.pid()), status.at("/engines/1/live_users/0").asText(), status.toString());
+                assertEquals("True", ask("reaper-running", overflow), "lilbee sees warden as the overflow dir's reaper");
+                user.kill();
+                assertEquals(143, llamaSwap.exitCode(WAIT), warden.log());
+                warden.awaitJson("/api/v1/status", "/reaper/dirs/1/last_action/action", a -> "stopped".equals(a.asText()));
             }
         }
     }

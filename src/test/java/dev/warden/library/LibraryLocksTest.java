@@ -39,7 +39,7 @@ class LibraryLocksTest {
         try (Peer python = Peer.pythonSqlite(syncLock(), "read", 5000)) {
             python.awaitLine("locked", Duration.ofSeconds(20));
             ResetRefusedException e = assertThrows(ResetRefusedException.class, () -> library.noSyncRunning(root));
-            assertEquals("A sync or import is running on this library. Reset again when it finishes.", e.getMessage());
+            assertEquals("A sync, an import, an add or a wiki build is running on this library. Reset again when it finishes.", e.getMessage());
         }
         library.noSyncRunning(root).close();
     }

@@ -40,9 +40,9 @@ class ReaperIT {
             Path record = llamaSwap.writeRecord(engine, "chat", proxy, List.of());
             warden.awaitStatus("/q/health/ready", 200);
             JsonNode status = warden.awaitReaper();
-            assertEquals("yes", status.at("/engine/records/0/ours").asText(), status.toString());
-            assertTrue(status.at("/engine/records/0/answers").asBoolean());
-            assertEquals("lilbee-1", status.at("/engine/live_users/0").asText());
+            assertEquals("yes", status.at("/engines/0/records/0/ours").asText(), status.toString());
+            assertTrue(status.at("/engines/0/records/0/answers").asBoolean());
+            assertEquals("lilbee-1", status.at("/engines/0/live_users/0").asText());
             assertTrue(status.at("/reaper/watching").asBoolean(), status.toString());
 
             user.kill();
@@ -192,14 +192,15 @@ class ReaperIT {
             llamaSwap.writeRecord(engine, "chat", proxy, List.of());
             WardenProcess.Result dry = WardenProcess.run("reap", "--once", "--dry-run", "--engine-dir", engine.toString());
             assertEquals(0, dry.exitCode(), dry.stderr());
-            assertTrue(dry.stdout().startsWith("dry run: stopped: would stop 1 engine(s)"), dry.stdout());
+            assertTrue(dry.stdout().startsWith("dry run: stopped (slot engine dir " + engine.toRealPath() + "): would stop 1 engine(s)"),
+                    dry.stdout());
             assertTrue(llamaSwap.alive());
 
             WardenProcess.Result status = WardenProcess.run("status", "--json", "--data-root", dir.resolve("r").toString(),
                     "--engine-dir", engine.toString());
             JsonNode json = new ObjectMapper().readTree(status.stdout());
-            assertEquals(llamaSwap.pid(), json.at("/engine/records/0/pid").asLong());
-            assertTrue(json.at("/engine/records/0/answers").asBoolean());
+            assertEquals(llamaSwap.pid(), json.at("/engines/0/records/0/pid").asLong());
+            assertTrue(json.at("/engines/0/records/0/answers").asBoolean());
 
             WardenProcess.Result unload = WardenProcess.run("engine", "unload", "--engine-dir", engine.toString());
             assertEquals(0, unload.exitCode(), unload.stdout() + unload.stderr());
@@ -207,7 +208,8 @@ class ReaperIT {
 
             WardenProcess.Result once = WardenProcess.run("reap", "--once", "--engine-dir", engine.toString());
             assertEquals(0, once.exitCode(), once.stderr());
-            assertTrue(once.stdout().startsWith("stopped: every user is gone"), once.stdout());
+            assertTrue(once.stdout().startsWith("stopped (slot engine dir " + engine.toRealPath() + "): every user is gone"),
+                    once.stdout());
             assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)));
         }
     }

@@ -67,7 +67,7 @@ class BadInputSoak {
             JsonNode status = warden.awaitJson("/api/v1/status", "/library/error", e -> !e.isMissingNode());
             assertTrue(status.at("/library/error").asText().contains(syncLock.toString()), status.toString());
             assertTrue(status.at("/library/error").asText().contains("not a database"), status.toString());
-            assertEquals(bad.length, status.at("/engine/unreadable_records").size(), status.toString());
+            assertEquals(bad.length, status.at("/engines/0/unreadable_records").size(), status.toString());
             Await.until("each bad record is logged once it is not a write in flight",
                     () -> warden.log().split("is not a record \\(", -1).length - 1 >= bad.length);
 

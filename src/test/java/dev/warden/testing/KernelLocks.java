@@ -24,6 +24,23 @@ public final class KernelLocks {
         }
     }
 
+    /** The pids holding (not waiting for) a flock on the file now at {@code file}. */
+    public static java.util.Set<Long> flockHolders(Path file) {
+        try {
+            String inode = ":" + new NativePosix().stat(file.toString()).inode() + " ";
+            java.util.Set<Long> pids = new java.util.HashSet<>();
+            for (String line : Files.readAllLines(Path.of("/proc/locks"))) {
+                String[] fields = line.trim().split("\\s+");
+                if (!line.contains("->") && line.contains(" FLOCK ") && line.contains(inode) && fields.length > 4) {
+                    pids.add(Long.parseLong(fields[4]));
+                }
+            }
+            return pids;
+        } catch (Exception e) {
+            return java.util.Set.of();
+        }
+    }
+
     private static long count(String inodeField) {
         try {
             return Files.readAllLines(Path.of("/proc/locks")).stream()

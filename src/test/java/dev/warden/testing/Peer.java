@@ -25,9 +25,17 @@ public final class Peer implements AutoCloseable {
         stdout = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
     }
 
-    /** {@code flock -F path sh -c 'echo locked; exec sleep 600'}: holds until killed, one pid. */
-    public static Peer flockHolder(Path lockFile) throws IOException {
-        Peer peer = new Peer(List.of("flock", "--no-fork", lockFile.toString(), "sh", "-c", "echo locked; exec sleep 600"));
+    /**
+     * {@code flock -F path sh -c 'echo locked; exec sleep 600'}: holds until killed, one pid. With
+     * {@code more}, the same process holds each of those too (flock(1) nested with --no-fork execs).
+     */
+    public static Peer flockHolder(Path lockFile, Path... more) throws IOException {
+        List<String> command = new ArrayList<>(List.of("flock", "--no-fork", lockFile.toString()));
+        for (Path next : more) {
+            command.addAll(List.of("flock", "--no-fork", next.toString()));
+        }
+        command.addAll(List.of("sh", "-c", "echo locked; exec sleep 600"));
+        Peer peer = new Peer(command);
         try {
             peer.awaitLine("locked", Duration.ofSeconds(10));
         } catch (AssertionError e) {

@@ -39,11 +39,14 @@ public final class SystemReaper {
 
     public static Reaper of(EngineDir dir, EngineUsers users, EngineClient client, Duration term, InstantSource clock,
             Duration idleTtl, Optional<URI> external) {
+        return new Reaper(dir, users, new FileLocker(new NativePosix()), new EngineRecords(new ObjectMapper()), stopper(term),
+                client, clock, idleTtl, external);
+    }
+
+    /** warden's engine stopper with a SIGTERM grace of {@code term}. */
+    public static EngineStopper stopper(Duration term) {
         NativePosix posix = new NativePosix();
-        FileLocker locker = new FileLocker(posix);
         ProcessTable processes = new ProcessTable();
-        EngineStopper stopper = new EngineStopper(new EngineIdentity(processes), processes, new Signaller(posix, processes),
-                term, KILL_TIMEOUT);
-        return new Reaper(dir, users, locker, new EngineRecords(new ObjectMapper()), stopper, client, clock, idleTtl, external);
+        return new EngineStopper(new EngineIdentity(processes), processes, new Signaller(posix, processes), term, KILL_TIMEOUT);
     }
 }

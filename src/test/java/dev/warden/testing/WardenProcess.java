@@ -41,6 +41,15 @@ public final class WardenProcess implements AutoCloseable {
 
     /** {@code warden serve ARGS} with extra {@code -D} settings. */
     public static WardenProcess serve(String name, List<String> settings, String... args) throws IOException {
+        return serve(name, java.util.Map.of(), null, settings, args);
+    }
+
+    /**
+     * {@code warden serve ARGS} in {@code cwd} (null: this one), with {@code env} added to (or, for
+     * empty values, removed from) the environment.
+     */
+    public static WardenProcess serve(String name, java.util.Map<String, String> env, Path cwd, List<String> settings,
+            String... args) throws IOException {
         int port = freePort();
         List<String> options = new ArrayList<>(List.of("-Dquarkus.http.port=" + port, "-Dquarkus.http.host=127.0.0.1"));
         options.addAll(settings);
@@ -48,8 +57,7 @@ public final class WardenProcess implements AutoCloseable {
         command.add("serve");
         command.addAll(List.of(args));
         Path log = logFile(name);
-        ProcessBuilder builder = new ProcessBuilder(command);
-        isolate(builder, name);
+        ProcessBuilder builder = builder(command, name, env, cwd);
         Process process = builder.redirectErrorStream(true).redirectOutput(log.toFile()).start();
         return new WardenProcess(process, port, log);
     }
@@ -61,17 +69,14 @@ public final class WardenProcess implements AutoCloseable {
 
     /** Runs a one-shot command with {@code env} added to (or, for empty values, removed from) the environment. */
     public static Result run(java.util.Map<String, String> env, String... args) throws IOException, InterruptedException {
+        return run(env, null, args);
+    }
+
+    /** Runs a one-shot command in {@code cwd} (null: this one) with {@code env} as {@link #run(java.util.Map, String...)}. */
+    public static Result run(java.util.Map<String, String> env, Path cwd, String... args) throws IOException, InterruptedException {
         List<String> command = command();
         command.addAll(List.of(args));
-        ProcessBuilder builder = new ProcessBuilder(command);
-        isolate(builder, "run");
-        env.forEach((k, v) -> {
-            if (v.isEmpty()) {
-                builder.environment().remove(k);
-            } else {
-                builder.environment().put(k, v);
-            }
-        });
+        ProcessBuilder builder = builder(command, "run", env, cwd);
         // Output to files, not pipes: a hung warden (or a command that outlives it) cannot hang the test.
         Path out = logFile("run-out");
         Path err = logFile("run-err");
@@ -85,6 +90,23 @@ public final class WardenProcess implements AutoCloseable {
     }
 
     public record Result(int exitCode, String stdout, String stderr) {
+    }
+
+    private static ProcessBuilder builder(List<String> command, String name, java.util.Map<String, String> env, Path cwd)
+            throws IOException {
+        ProcessBuilder builder = new ProcessBuilder(command);
+        isolate(builder, name);
+        env.forEach((k, v) -> {
+            if (v.isEmpty()) {
+                builder.environment().remove(k);
+            } else {
+                builder.environment().put(k, v);
+            }
+        });
+        if (cwd != null) {
+            builder.directory(cwd.toFile());
+        }
+        return builder;
     }
 
     /**
@@ -105,7 +127,7 @@ public final class WardenProcess implements AutoCloseable {
             command.addAll(java.util.Arrays.stream(jvmOptions).filter(o -> o.startsWith("-D")).toList());
             return command;
         }
-        String jar = System.getProperty("warden.it.jar", "target/quarkus-app/quarkus-run.jar");
+        String jar = Path.of(System.getProperty("warden.it.jar", "target/quarkus-app/quarkus-run.jar")).toAbsolutePath().toString();
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> command = new ArrayList<>(List.of(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1"));
         command.addAll(List.of(jvmOptions));
@@ -114,7 +136,7 @@ public final class WardenProcess implements AutoCloseable {
     }
 
     private static Path logFile(String name) throws IOException {
-        Path dir = Path.of("target", "it-logs");
+        Path dir = Path.of("target", "it-logs").toAbsolutePath();
         Files.createDirectories(dir);
         return dir.resolve(name + "-" + System.nanoTime() + ".log");
     }
