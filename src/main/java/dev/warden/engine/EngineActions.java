@@ -8,7 +8,6 @@ import dev.warden.lock.ProcLocks;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.net.URI;
-import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -103,9 +102,12 @@ public class EngineActions {
         return results;
     }
 
-    /** The machine slot always (lilbee creates it with its first engine), the others once lilbee made them. */
+    /**
+     * The machine slot always (lilbee creates it with its first engine); the others only where lilbee
+     * recorded an engine or a user, so no build lock file of warden's lands in a data dir for nothing.
+     */
     private static List<EngineDir> present(EngineDirs dirs) {
-        return dirs.entries().stream().filter(e -> e.equals(dirs.entries().getFirst()) || Files.isDirectory(e.dir().root()))
+        return dirs.entries().stream().filter(e -> e.equals(dirs.entries().getFirst()) || e.dir().hasEngineFiles())
                 .map(EngineDirs.Entry::dir).toList();
     }
 

@@ -182,4 +182,25 @@ class ServeIT {
         assertTrue(result.stderr().contains("set it to 1s or more"), result.stderr());
         assertFalse(Files.exists(dir.resolve("data/server.lock")), "nothing is taken before the settings are checked");
     }
+
+    @Test
+    void lilbeeDataDirIsIgnoredAsLilbeeServeIgnoresItAndTheStartSaysSo() throws Exception {
+        Path root = dir.resolve("lib");
+        try (WardenProcess warden = WardenProcess.serve("ignored-data-dir", java.util.Map.of("LILBEE_DATA", root.toString(),
+                "LILBEE_DATA_DIR", dir.resolve("custom").toString()), null, java.util.List.of())) {
+            warden.awaitStatus(READY, 200);
+            assertTrue(warden.log().contains("Data root " + root + " (from LILBEE_DATA)"), warden.log());
+            assertTrue(warden.log().contains("LILBEE_DATA_DIR is set, but `lilbee serve` ignores it"), warden.log());
+            assertTrue(warden.log().contains("warden guards " + root.resolve("data/server.lock")), warden.log());
+            assertFalse(Peer.flockCanTake(root.resolve("data/server.lock")));
+            assertFalse(Files.exists(dir.resolve("custom")));
+        }
+    }
+
+    @Test
+    void globalAndDataRootTogetherAreAUsageError() throws Exception {
+        WardenProcess.Result result = WardenProcess.run("status", "--global", "--data-root", dir.toString());
+        assertEquals(2, result.exitCode(), result.stderr());
+        assertTrue(result.stderr().contains("--global and --data-root name two data roots"), result.stderr());
+    }
 }

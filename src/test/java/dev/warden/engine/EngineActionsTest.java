@@ -53,14 +53,14 @@ class EngineActionsTest {
     }
 
     @Test
-    void stopStopsAnEngineInTheOverflowDirAndCreatesNothingWhereLilbeeDidNot() throws Exception {
+    void stopStopsAnEngineInTheOverflowDirAndLocksNothingWhereNothingIsRecorded() throws Exception {
         Path overflow = Files.createDirectories(dir.resolve("root/data/engine"));
         try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", "0")) {
             llamaSwap.writeRecord(overflow, "chat", FakeEngine.freePort(), List.of());
             List<String> done = actions(Duration.ofSeconds(1), Optional.empty()).stop(dirs);
             assertEquals(143, llamaSwap.exitCode(WAIT), done.toString());
             assertTrue(done.stream().anyMatch(d -> d.contains("no engine is recorded in " + dir.resolve("slot"))), done.toString());
-            assertFalse(Files.exists(dir.resolve("root/data/engine.lock")), "the data dir does not exist: nothing is created");
+            assertFalse(Files.exists(dir.resolve("root/data/engine.lock")), "nothing is recorded in the data dir: no build lock file is made there");
         }
     }
 

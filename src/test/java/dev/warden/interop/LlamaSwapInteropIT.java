@@ -12,7 +12,9 @@ import dev.warden.reaper.PassOutcome;
 import dev.warden.reaper.Reaper;
 import dev.warden.testing.Await;
 import dev.warden.testing.FakeEngine;
+import dev.warden.testing.Peer;
 import dev.warden.testing.SystemReaper;
+import dev.warden.testing.WardenProcess;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -32,9 +34,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * warden against a real llama-swap (built by .ci/run with {@code go install}) whose model command
- * is a fake llama-server: warden reads {@code /running}, unloads the weights, stops the fleet, and
- * reaps the llama-server a SIGKILLed llama-swap left behind.
+ * warden against a real llama-swap (v250, built by .ci/run from its source) whose model command is a
+ * fake llama-server: warden reads {@code /running}, unloads the weights, stops the fleet, reaps the
+ * llama-server a SIGKILLed llama-swap left behind, and, serving, applies the last-user-out rule to it
+ * end to end.
  */
 class LlamaSwapInteropIT {
 
@@ -56,8 +59,8 @@ class LlamaSwapInteropIT {
     void llamaSwap() throws Exception {
         binary = System.getProperty("warden.interop.llama-swap", "");
         if (binary.isEmpty()) {
-            String why = "no llama-swap: run with -Pinterop -Dinterop.llama-swap=<binary>, as .ci/run does when the Go"
-                    + " module proxy serves it" + System.getProperty("warden.interop.llama-swap-missing", "");
+            String why = "no llama-swap: run with -Pinterop -Dinterop.llama-swap=<binary>, as .ci/run does (it builds"
+                    + " llama-swap v250 from ../shared/peers)" + System.getProperty("warden.interop.llama-swap-missing", "");
             System.err.println("SKIPPED: " + why);
             Assumptions.abort(why);
         }
@@ -161,5 +164,41 @@ class LlamaSwapInteropIT {
                 "the orphaned llama-server keeps its port and memory");
         assertEquals(PassOutcome.Action.STOPPED, reaper().pass().action());
         Await.until("the orphan is reaped", () -> ProcessHandle.of(server).map(h -> !h.isAlive()).orElse(true));
+    }
+
+    @Test
+    void aServingWardenStopsARealLlamaSwapWhenItsLastUserDies() throws Exception {
+        Process llamaSwap = start();
+        load();
+        long server = llamaServer().orElseThrow().pid();
+        record(llamaSwap);
+        try (Peer user = Peer.flockHolder(dir.userLock("lilbee-1"));
+                WardenProcess warden = WardenProcess.serve("llama-swap-last-out", "--data-root", root.resolve("lib").toString(),
+                        "--engine-dir", dir.root().toString())) {
+            warden.awaitJson("/api/v1/status", "/reaper/last_pass/action", a -> "users-live".equals(a.asText()));
+            assertTrue(warden.json("/api/v1/status").at("/engines/0/records/0/answers").asBoolean(), "the real /running answers");
+            user.kill();
+            assertTrue(llamaSwap.waitFor(40, java.util.concurrent.TimeUnit.SECONDS), "llama-swap is stopped:\n" + warden.log());
+            assertEquals(0, llamaSwap.exitValue(), "llama-swap drained and exited on SIGTERM");
+            Await.until("its llama-server is gone", () -> ProcessHandle.of(server).map(h -> !h.isAlive()).orElse(true));
+            warden.awaitJson("/api/v1/status", "/engines/0/records", r -> r.isArray() && r.isEmpty());
+        }
+    }
+
+    @Test
+    void aServingWardenUnloadsAKeptWarmRealLlamaSwapAfterTheIdleTime() throws Exception {
+        Process llamaSwap = start();
+        load();
+        record(llamaSwap);
+        // An empty marker names no minutes: warden.reaper.idle-ttl applies.
+        Files.writeString(dir.usersDir().resolve("0123456789abcdef.keep-warm"), "");
+        try (WardenProcess warden = WardenProcess.serve("llama-swap-keep-warm", List.of("-Dwarden.reaper.idle-ttl=2s"),
+                "--data-root", root.resolve("lib").toString(), "--engine-dir", dir.root().toString())) {
+            warden.awaitJson("/api/v1/status", "/reaper/last_action/action", a -> "unloaded".equals(a.asText()));
+            assertTrue(!running().contains("fake"), running());
+            Await.until("the llama-server has exited", () -> llamaServer().isEmpty());
+            assertTrue(llamaSwap.isAlive(), "a kept-warm llama-swap keeps running without its weights");
+            assertTrue(client.answers(EngineClient.loopback(proxy)));
+        }
     }
 }

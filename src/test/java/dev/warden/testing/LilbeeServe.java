@@ -62,7 +62,7 @@ public final class LilbeeServe implements AutoCloseable {
     public static LilbeeServe start(Path cwd, Map<String, String> env, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(command("lilbee").toString(), "serve", "--port", "0"));
         command.addAll(List.of(args));
-        Path log = logFile("lilbee-serve");
+        Path log = WardenProcess.logFile("lilbee-serve");
         return new LilbeeServe(builder(command, cwd, env).redirectErrorStream(true).redirectOutput(log.toFile()).start(), log);
     }
 
@@ -70,7 +70,7 @@ public final class LilbeeServe implements AutoCloseable {
     public static WardenProcess.Result run(Path cwd, Map<String, String> env, String... args) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of(command("lilbee").toString()));
         command.addAll(List.of(args));
-        Path out = logFile("lilbee-run");
+        Path out = WardenProcess.logFile("lilbee-run");
         ProcessBuilder builder = builder(command, cwd, env).redirectErrorStream(true).redirectOutput(out.toFile());
         Process process = builder.start();
         process.getOutputStream().close();
@@ -83,20 +83,7 @@ public final class LilbeeServe implements AutoCloseable {
     }
 
     private static ProcessBuilder builder(List<String> command, Path cwd, Map<String, String> env) {
-        ProcessBuilder builder = new ProcessBuilder(command).directory(cwd.toFile());
-        env.forEach((k, v) -> {
-            if (v.isEmpty()) {
-                builder.environment().remove(k);
-            } else {
-                builder.environment().put(k, v);
-            }
-        });
-        return builder;
-    }
-
-    private static Path logFile(String name) throws IOException {
-        Path dir = Files.createDirectories(Path.of("target", "it-logs").toAbsolutePath());
-        return dir.resolve(name + "-" + System.nanoTime() + ".log");
+        return WardenProcess.withEnvironment(new ProcessBuilder(command).directory(cwd.toFile()), env);
     }
 
     public long pid() {

@@ -81,13 +81,7 @@ public final class Peer implements AutoCloseable {
      * {@code interop/lilbee_engine_peer.py}.
      */
     public static Peer lilbee(String command, Path engineDir, String... args) throws IOException {
-        String python = System.getProperty("warden.interop.lilbee-python", "");
-        if (python.isEmpty()) {
-            String why = "no lilbee: run with -Pinterop -Dinterop.lilbee-python=<a python with lilbee>, as .ci/run does"
-                    + System.getProperty("warden.interop.lilbee-missing", "");
-            System.err.println("SKIPPED: " + why);
-            org.junit.jupiter.api.Assumptions.abort(why);
-        }
+        String python = LilbeeServe.command("python").toString();
         Path script = Path.of("src/test/resources/interop/lilbee_engine_peer.py").toAbsolutePath();
         List<String> argv = new ArrayList<>(List.of(python, script.toString(), command, engineDir.toString()));
         argv.addAll(List.of(args));

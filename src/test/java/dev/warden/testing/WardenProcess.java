@@ -96,6 +96,15 @@ public final class WardenProcess implements AutoCloseable {
             throws IOException {
         ProcessBuilder builder = new ProcessBuilder(command);
         isolate(builder, name);
+        withEnvironment(builder, env);
+        if (cwd != null) {
+            builder.directory(cwd.toFile());
+        }
+        return builder;
+    }
+
+    /** Adds {@code env} to the builder's environment; an empty value removes the variable instead. */
+    static ProcessBuilder withEnvironment(ProcessBuilder builder, java.util.Map<String, String> env) {
         env.forEach((k, v) -> {
             if (v.isEmpty()) {
                 builder.environment().remove(k);
@@ -103,9 +112,6 @@ public final class WardenProcess implements AutoCloseable {
                 builder.environment().put(k, v);
             }
         });
-        if (cwd != null) {
-            builder.directory(cwd.toFile());
-        }
         return builder;
     }
 
@@ -135,7 +141,7 @@ public final class WardenProcess implements AutoCloseable {
         return command;
     }
 
-    private static Path logFile(String name) throws IOException {
+    static Path logFile(String name) throws IOException {
         Path dir = Path.of("target", "it-logs").toAbsolutePath();
         Files.createDirectories(dir);
         return dir.resolve(name + "-" + System.nanoTime() + ".log");
