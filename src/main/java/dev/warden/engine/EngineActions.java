@@ -27,18 +27,20 @@ public class EngineActions {
     private final ProcLocks procLocks;
     private final EngineRecords records;
     private final EngineStopper stopper;
+    private final EngineIdentity identity;
     private final EngineClient client;
     private final Duration buildLockWait;
     private final Optional<URI> externalEngine;
 
     @Inject
     public EngineActions(FileLocker locker, ProcLocks procLocks, EngineRecords records, EngineStopper stopper,
-            EngineClient client, WardenConfig config) {
-        this(locker, procLocks, records, stopper, client, config.engine().buildLockWait(), config.engine().url());
+            EngineIdentity identity, EngineClient client, WardenConfig config) {
+        this(locker, procLocks, records, stopper, identity, client, config.engine().buildLockWait(), config.engine().url());
     }
 
     public EngineActions(FileLocker locker, ProcLocks procLocks, EngineRecords records, EngineStopper stopper,
-            EngineClient client, Duration buildLockWait, Optional<URI> externalEngine) {
+            EngineIdentity identity, EngineClient client, Duration buildLockWait, Optional<URI> externalEngine) {
+        this.identity = identity;
         this.locker = locker;
         this.procLocks = procLocks;
         this.records = records;
@@ -86,17 +88,18 @@ public class EngineActions {
         for (EngineDir dir : present(dirs)) {
             try (HeldLock build = buildLock(dir)) {
                 for (EngineRecord record : records.read(dir)) {
-                    if (record.proxyPort().isEmpty()) {
+                    Optional<EngineClient.Endpoint> endpoint = identity.endpoint(record);
+                    if (endpoint.isEmpty()) {
                         results.add(new EngineClient.UnloadResult(false, record.file() + " records no proxy_port"));
                     } else {
-                        EngineClient.UnloadResult result = client.unload(EngineClient.loopback(record.proxyPort().getAsInt()));
+                        EngineClient.UnloadResult result = client.unload(endpoint.get());
                         results.add(new EngineClient.UnloadResult(result.unloaded(), record.file() + ": " + result.detail()));
                     }
                 }
             }
         }
         externalEngine.ifPresent(url -> {
-            EngineClient.UnloadResult result = client.unload(url);
+            EngineClient.UnloadResult result = client.unload(EngineClient.Endpoint.configured(url));
             results.add(new EngineClient.UnloadResult(result.unloaded(), url + ": " + result.detail()));
         });
         return results;

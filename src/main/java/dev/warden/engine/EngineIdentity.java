@@ -35,17 +35,47 @@ public final class EngineIdentity {
             return new Identity.Gone();
         }
         ProcessInfo process = found.get();
-        if (record.createdAt().isPresent() && process.start().isPresent()) {
-            Instant recorded = Instant.ofEpochMilli(Math.round(record.createdAt().getAsDouble() * 1000));
-            Duration apart = Duration.between(recorded, process.start().get()).abs();
-            if (apart.compareTo(START_TOLERANCE) > 0) {
-                return new Identity.Stranger("pid " + record.pid() + " started at " + process.start().get()
-                        + " but the record says " + recorded + ": the pid was reused");
-            }
+        if (record.createdAt().isEmpty() || process.start().isEmpty()) {
+            return new Identity.Stranger("pid " + record.pid() + " cannot be told from a reused pid: "
+                    + (record.createdAt().isEmpty() ? "the record has no created_at" : "its start time is unknown"));
+        }
+        Instant recorded = recordedStart(record);
+        if (Duration.between(recorded, process.start().get()).abs().compareTo(START_TOLERANCE) > 0) {
+            return new Identity.Stranger("pid " + record.pid() + " started at " + process.start().get()
+                    + " but the record says " + recorded + ": the pid was reused");
         }
         if (!process.isLlamaSwap()) {
             return new Identity.Stranger("pid " + record.pid() + " runs '" + process.name() + "', not llama-swap");
         }
         return new Identity.Ours(process);
+    }
+
+    /**
+     * Whether {@code process} is a llama-server that {@code record}'s llama-swap started: in the
+     * session lilbee gave llama-swap (its pid), on a recorded member port, started after it. A
+     * standalone llama-server, or one of another engine, is in another session.
+     */
+    public boolean startedBy(EngineRecord record, ProcessInfo process) {
+        return record.createdAt().isPresent() && process.isLlamaServer() && process.sid() == record.pid()
+                && process.port().isPresent() && record.memberPorts().contains(process.port().getAsInt())
+                && process.start().isPresent()
+                && !process.start().get().isBefore(recordedStart(record).minus(START_TOLERANCE));
+    }
+
+    /**
+     * Where {@code record}'s llama-swap answers; trusted with the API key only when its pid is our
+     * engine and is the very process listening on the recorded port. Empty without a proxy port.
+     */
+    public Optional<EngineClient.Endpoint> endpoint(EngineRecord record) {
+        if (record.proxyPort().isEmpty()) {
+            return Optional.empty();
+        }
+        int port = record.proxyPort().getAsInt();
+        boolean trusted = of(record) instanceof Identity.Ours && processes.listensOn(record.pid(), port);
+        return Optional.of(new EngineClient.Endpoint(EngineClient.loopback(port), trusted));
+    }
+
+    private static Instant recordedStart(EngineRecord record) {
+        return Instant.ofEpochMilli(Math.round(record.createdAt().getAsDouble() * 1000));
     }
 }

@@ -50,7 +50,7 @@ public class EngineInspector {
             looks.add(new EngineLook.RecordLook(record.file().getFileName().toString(), record.group(), record.pid(),
                     record.pgid().isPresent() ? Optional.of(record.pgid().getAsLong()) : Optional.empty(),
                     record.proxyPort().isPresent() ? Optional.of(record.proxyPort().getAsInt()) : Optional.empty(),
-                    ours, record.proxyPort().isPresent() && client.answers(EngineClient.loopback(record.proxyPort().getAsInt()))));
+                    ours, identity.endpoint(record).map(client::answers).orElse(false)));
         }
         List<String> markers = dir.keepWarmMarkers().stream().map(p -> p.getFileName().toString()).toList();
         return new EngineLook(role, dir.root(), true, users.liveIds(dir), markers, looks, scan.unreadable(), reaperLock(dir.reaperLock(reaperLockName)));

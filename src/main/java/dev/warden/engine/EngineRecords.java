@@ -109,19 +109,22 @@ public final class EngineRecords {
     /** Parses one record file, or says why it is not one. */
     private Parsed parse(Path file, Matcher name) {
         JsonNode node;
-        try {
-            long size = Files.size(file);
-            if (size > MAX_SIZE) {
-                return Parsed.bad(file, size + " bytes, over the " + MAX_SIZE + " a record can be");
+        try (var in = Files.newInputStream(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            // Read without following a link swapped in since the listing, and capped as it is read.
+            byte[] bytes = in.readNBytes((int) MAX_SIZE + 1);
+            if (bytes.length > MAX_SIZE) {
+                return Parsed.bad(file, "over the " + MAX_SIZE + " bytes a record can be");
             }
-            if (size == 0) {
+            if (bytes.length == 0) {
                 return Parsed.bad(file, "empty");
             }
-            node = json.readTree(Files.readAllBytes(file));
+            node = json.readTree(bytes);
         } catch (JsonProcessingException e) {
-            return Parsed.bad(file, "not JSON: " + e.getOriginalMessage());
+            // Never the parser's message: it quotes the file's content, which status would serve to anyone.
+            return Parsed.bad(file, "not JSON (line " + e.getLocation().getLineNr() + ", column "
+                    + e.getLocation().getColumnNr() + ")");
         } catch (IOException | RuntimeException e) {
-            return Parsed.bad(file, "unreadable: " + e);
+            return Parsed.bad(file, "unreadable: " + e.getClass().getSimpleName());
         }
         if (node == null || !node.isObject() || !node.path("pid").isIntegralNumber() || !node.path("pid").canConvertToLong()) {
             return Parsed.bad(file, "no integer pid");

@@ -55,13 +55,17 @@ public final class EngineStopper {
     public String stop(EngineRecord record) {
         String what;
         Map<Long, ProcessInfo> before = new LinkedHashMap<>();
-        switch (identity.of(record)) {
+        Identity found = identity.of(record);
+        switch (found) {
             case Identity.Ours ours -> {
                 for (long pid : processes.descendants(record.pid())) {
                     processes.info(pid).ifPresent(p -> before.put(pid, p));
                 }
-                long target = record.pgid().isPresent() && record.pgid().getAsLong() == ours.process().pgid()
-                        ? -record.pgid().getAsLong() : record.pid();
+                // The group only when llama-swap leads it (lilbee starts it in a session of its own): a pgid
+                // naming another process's group would signal that leader and everything in it.
+                boolean leadsGroup = ours.process().pgid() == record.pid()
+                        && (record.pgid().isEmpty() || record.pgid().getAsLong() == record.pid());
+                long target = leadsGroup ? -record.pid() : record.pid();
                 boolean gone = signaller.terminate(target, record.pid(), termTimeout, killTimeout);
                 what = gone ? "stopped llama-swap pid " + record.pid()
                         : Thread.currentThread().isInterrupted() ? "sent SIGTERM to llama-swap pid " + record.pid() + ", not yet gone"
@@ -78,7 +82,8 @@ public final class EngineStopper {
             LOG.infof("Engine %s: %s; interrupted by shutdown, record kept", record.file().getFileName(), what);
             return what + "; interrupted by shutdown, record kept";
         }
-        int survivors = reapSurvivors(record, before);
+        // A record whose pid is a stranger vouches for no process at all: its ports are not swept.
+        int survivors = found instanceof Identity.Stranger ? 0 : reapSurvivors(record, before);
         delete(record.file());
         String line = what + (survivors > 0 ? "; reaped " + survivors + " leftover process(es)" : "");
         LOG.infof("Engine %s: %s", record.file().getFileName(), line);
@@ -92,8 +97,7 @@ public final class EngineStopper {
                 .ifPresent(now -> survivors.put(pid, now)));
         if (!record.memberPorts().isEmpty()) {
             for (ProcessInfo p : processes.all()) {
-                if (p.isLlamaServer() && p.port().isPresent() && record.memberPorts().contains(p.port().getAsInt())
-                        && !parentIsLiveLlamaSwap(p)) {
+                if (identity.startedBy(record, p) && !parentIsLiveLlamaSwap(p)) {
                     survivors.putIfAbsent(p.pid(), p);
                 }
             }

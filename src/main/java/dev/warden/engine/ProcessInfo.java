@@ -6,8 +6,13 @@ import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
 
-/** What /proc says of one process. */
-public record ProcessInfo(long pid, long ppid, long pgid, Optional<Instant> start, List<String> argv) {
+/**
+ * What /proc says of one process.
+ *
+ * @param sid its session: lilbee starts llama-swap as a session leader, and its llama-servers stay in
+ *     that session even once llama-swap is gone
+ */
+public record ProcessInfo(long pid, long ppid, long pgid, long sid, Optional<Instant> start, List<String> argv) {
 
     public ProcessInfo {
         argv = List.copyOf(argv);
@@ -22,12 +27,13 @@ public record ProcessInfo(long pid, long ppid, long pgid, Optional<Instant> star
         return name == null ? "" : name.toString();
     }
 
+    /** argv[0]'s base name is exactly {@code llama-swap}: a {@code llama-swap-exporter} is not one. */
     public boolean isLlamaSwap() {
-        return name().contains("llama-swap");
+        return name().equals("llama-swap");
     }
 
     public boolean isLlamaServer() {
-        return name().contains("llama-server");
+        return name().equals("llama-server");
     }
 
     /** The port after {@code --port} (or in {@code --port=N}) on the command line. */

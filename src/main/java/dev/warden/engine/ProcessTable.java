@@ -19,6 +19,9 @@ public final class ProcessTable {
     /** Fields of /proc/PID/stat, counted from the one after the ")" that ends comm (field 3). */
     private static final int PPID = 4 - 3;
     private static final int PGRP = 5 - 3;
+    private static final int SESSION = 6 - 3;
+    /** TCP_LISTEN in /proc/net/tcp's {@code st} column. */
+    private static final String LISTEN = "0A";
 
     private final Path proc;
 
@@ -44,7 +47,7 @@ public final class ProcessTable {
             byte[] cmdline = Files.readAllBytes(proc.resolve(Long.toString(pid)).resolve("cmdline"));
             List<String> argv = cmdline.length == 0 ? List.of()
                     : Arrays.asList(new String(cmdline, StandardCharsets.UTF_8).split("\0"));
-            return Optional.of(new ProcessInfo(pid, Long.parseLong(fields[PPID]), Long.parseLong(fields[PGRP]),
+            return Optional.of(new ProcessInfo(pid, Long.parseLong(fields[PPID]), Long.parseLong(fields[PGRP]), Long.parseLong(fields[SESSION]),
                     ProcessHandle.of(pid).flatMap(h -> h.info().startInstant()), argv));
         } catch (IOException | RuntimeException e) {
             return Optional.empty();
@@ -87,6 +90,40 @@ public final class ProcessTable {
             }
         }
         return found;
+    }
+
+    /**
+     * Whether {@code pid} is the process listening on loopback {@code port}: a listening TCP socket
+     * on that port (/proc/net/tcp, tcp6) that is one of its open descriptors.
+     */
+    public boolean listensOn(long pid, int port) {
+        java.util.Set<String> sockets = new java.util.HashSet<>();
+        for (String table : List.of("net/tcp", "net/tcp6")) {
+            try (var lines = Files.lines(proc.resolve(table))) {
+                lines.skip(1).map(l -> l.trim().split("\\s+")).filter(f -> f.length > 9 && f[3].equals(LISTEN))
+                        .filter(f -> f[1].endsWith(":" + String.format("%04X", port)))
+                        .forEach(f -> sockets.add("socket:[" + f[9] + "]"));
+            } catch (IOException | java.io.UncheckedIOException e) {
+                // no such table (no IPv6): nothing listens there
+            }
+        }
+        if (sockets.isEmpty()) {
+            return false;
+        }
+        try (DirectoryStream<Path> fds = Files.newDirectoryStream(proc.resolve(Long.toString(pid)).resolve("fd"))) {
+            for (Path fd : fds) {
+                try {
+                    if (sockets.contains(Files.readSymbolicLink(fd).toString())) {
+                        return true;
+                    }
+                } catch (IOException e) {
+                    // closed meanwhile
+                }
+            }
+        } catch (IOException e) {
+            return false;
+        }
+        return false;
     }
 
     /** warden's own process group, which it never signals. */

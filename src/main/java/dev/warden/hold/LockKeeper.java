@@ -154,12 +154,13 @@ public class LockKeeper {
      */
     public KeeperHealth health(Duration stallTimeout) {
         Thread keeper = thread;
+        Duration since = Duration.ofNanos(System.nanoTime() - lastRoundNanos);
+        if (keeper != null && !keeper.isAlive() && !stopSignal.isDone()) {
+            // Not stopped by warden: it died (an Error, out of memory). A standby could never take over: restart it.
+            return new KeeperHealth(false, since, "the lock keeper thread has died");
+        }
         if (keeper == null || published.get().phase() == HoldSnapshot.Phase.STOPPED) {
             return new KeeperHealth(true, Duration.ZERO, "not running");
-        }
-        Duration since = Duration.ofNanos(System.nanoTime() - lastRoundNanos);
-        if (!keeper.isAlive()) {
-            return new KeeperHealth(false, since, "the lock keeper thread has died");
         }
         if (since.compareTo(stallTimeout) > 0) {
             return new KeeperHealth(false, since, "the lock keeper has not finished a round for " + since.toMillis()

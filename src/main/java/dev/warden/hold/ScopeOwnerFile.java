@@ -58,10 +58,18 @@ public class ScopeOwnerFile {
     /** The recorded owner; {@link ScopeOwner#UNKNOWN} when the file is absent or unreadable, never an error. */
     public ScopeOwner read(Path ownerFile) {
         try {
-            if (!Files.isRegularFile(ownerFile) || Files.size(ownerFile) > MAX_SIZE) {
+            if (!Files.isRegularFile(ownerFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
                 return ScopeOwner.UNKNOWN;
             }
-            JsonNode node = json.readTree(Files.readAllBytes(ownerFile));
+            byte[] bytes;
+            // Capped as it is read, not by a size looked up before: the file can grow or be swapped in between.
+            try (var in = Files.newInputStream(ownerFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                bytes = in.readNBytes((int) MAX_SIZE + 1);
+            }
+            if (bytes.length > MAX_SIZE) {
+                return ScopeOwner.UNKNOWN;
+            }
+            JsonNode node = json.readTree(bytes);
             if (node == null || !node.isObject() || !node.path("data_dir").isTextual()) {
                 return ScopeOwner.UNKNOWN;
             }

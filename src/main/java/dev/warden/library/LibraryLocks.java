@@ -146,8 +146,9 @@ public class LibraryLocks {
     }
 
     /**
-     * One look, for status: takes the write mark without waiting and lets go at once; when that is
-     * refused, a read mark taken the same way tells a running sync (readers share) from a reset.
+     * One look, for status and readiness: asks the kernel who holds the sync mark (readers: a sync
+     * or import; a writer: a reset) and probes the write lock. Takes no mark, so a lilbee reset asked
+     * for during a look is never refused because of it.
      */
     public LibraryLook look(Path dataRoot, Path lancedbDir) {
         String writeLock;
@@ -156,20 +157,10 @@ public class LibraryLocks {
         } catch (LockException e) {
             writeLock = "error";
         }
-        Path path = dataRoot.resolve(SYNC_LOCK);
-        if (!Files.exists(path)) {
-            return new LibraryLook(false, false, writeLock, Optional.empty());
-        }
-        try (SyncMark.Held nobody = mark.write(path)) {
-            return new LibraryLook(false, false, writeLock, Optional.empty());
-        } catch (SyncMark.Busy busy) {
-            try {
-                Optional<SyncMark.Held> reader = mark.tryRead(path);
-                reader.ifPresent(SyncMark.Held::close);
-                return new LibraryLook(reader.isPresent(), reader.isEmpty(), writeLock, Optional.empty());
-            } catch (SyncMark.Unlockable e) {
-                return new LibraryLook(false, false, writeLock, Optional.of(e.getMessage()));
-            }
+        try {
+            SyncMark.Holders holders = mark.holders(dataRoot.resolve(SYNC_LOCK));
+            return new LibraryLook(holders == SyncMark.Holders.READERS, holders == SyncMark.Holders.WRITER, writeLock,
+                    Optional.empty());
         } catch (SyncMark.Unlockable e) {
             return new LibraryLook(false, false, writeLock, Optional.of(e.getMessage()));
         }

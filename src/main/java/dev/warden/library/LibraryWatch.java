@@ -10,8 +10,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Looks at the library's locks now and then while warden serves, for the readiness probe's data
- * (informational: it never changes UP or DOWN). A look takes the sync mark for an instant, which
- * would refuse a lilbee reset asked for in that instant, so it is rare: every 5 s.
+ * (informational: it never changes UP or DOWN), every 5 s. A look asks the kernel who holds the
+ * sync mark and takes nothing, so it never refuses a lilbee reset; the probe reads the last look.
  */
 @Singleton
 public class LibraryWatch {

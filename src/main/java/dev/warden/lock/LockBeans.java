@@ -20,8 +20,8 @@ public class LockBeans {
 
     @Produces
     @Singleton
-    SyncMark syncMark() {
-        return new SyncMark();
+    SyncMark syncMark(Posix posix) {
+        return new SyncMark(posix);
     }
 
     @Produces

@@ -21,6 +21,7 @@ public final class NativePosix implements Posix {
 
     private static final int O_RDWR = 02;
     private static final int O_CREAT = 0100;
+    private static final int O_NONBLOCK = 04000;
     private static final int O_CLOEXEC = 02000000;
     // asm-generic (aarch64, riscv64) and x86 disagree on O_NOFOLLOW.
     private static final int O_NOFOLLOW = "amd64".equals(System.getProperty("os.arch"))
@@ -34,6 +35,20 @@ public final class NativePosix implements Posix {
     private static final long STAT_SIZE = 256;
     private static final long ST_DEV_OFFSET = 0;
     private static final long ST_INO_OFFSET = 8;
+    /** fcntl's F_GETLK, and struct flock's types (the same on x86_64 and aarch64). */
+    private static final int F_GETLK = 5;
+    private static final short F_RDLCK = 0;
+    private static final short F_WRLCK = 1;
+    private static final short SEEK_SET = 0;
+    /** struct flock on 64-bit Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid. */
+    private static final StructLayout FLOCK = java.lang.foreign.MemoryLayout.structLayout(ValueLayout.JAVA_SHORT.withName("l_type"),
+            ValueLayout.JAVA_SHORT.withName("l_whence"), java.lang.foreign.MemoryLayout.paddingLayout(4),
+            ValueLayout.JAVA_LONG.withName("l_start"), ValueLayout.JAVA_LONG.withName("l_len"),
+            ValueLayout.JAVA_INT.withName("l_pid"), java.lang.foreign.MemoryLayout.paddingLayout(4));
+    private static final long L_TYPE = 0;
+    private static final long L_WHENCE = 2;
+    private static final long L_START = 8;
+    private static final long L_LEN = 16;
 
     private final StructLayout callState = Linker.Option.captureStateLayout();
     private final VarHandle errnoHandle =
@@ -45,6 +60,7 @@ public final class NativePosix implements Posix {
     private final MethodHandle stat;
     private final MethodHandle strerror;
     private final MethodHandle kill;
+    private final MethodHandle fcntl;
 
     /**
      * Every downcall warden makes. A native image links only the shapes registered at build time,
@@ -58,6 +74,7 @@ public final class NativePosix implements Posix {
             new Downcall("fstat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS), true, -1),
             new Downcall("stat", FunctionDescriptor.of(INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS), true, -1),
             new Downcall("kill", FunctionDescriptor.of(INT, INT, INT), true, -1),
+            new Downcall("fcntl", FunctionDescriptor.of(INT, INT, INT, ValueLayout.ADDRESS), true, 2),
             new Downcall("strerror", FunctionDescriptor.of(ValueLayout.ADDRESS, INT), false, -1));
 
     /** A libc function's shape, and whether errno is captured right after the call. */
@@ -89,6 +106,7 @@ public final class NativePosix implements Posix {
         stat = linked.get("stat");
         kill = linked.get("kill");
         strerror = linked.get("strerror");
+        fcntl = linked.get("fcntl");
     }
 
     private static MemorySegment find(SymbolLookup lookup, String name) {
@@ -98,7 +116,40 @@ public final class NativePosix implements Posix {
 
     @Override
     public int openLockFile(String path, boolean create) throws ErrnoException {
-        int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0);
+        return open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0));
+    }
+
+    @Override
+    public int openExisting(String path) throws ErrnoException {
+        return open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    }
+
+    @Override
+    public RecordLock conflictingRecordLock(int fd, long start, long length) throws ErrnoException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(callState);
+            MemorySegment query = arena.allocate(FLOCK);
+            query.set(ValueLayout.JAVA_SHORT, L_TYPE, F_WRLCK);
+            query.set(ValueLayout.JAVA_SHORT, L_WHENCE, SEEK_SET);
+            query.set(ValueLayout.JAVA_LONG, L_START, start);
+            query.set(ValueLayout.JAVA_LONG, L_LEN, length);
+            int rc = (int) fcntl.invokeExact(state, fd, F_GETLK, query);
+            if (rc != 0) {
+                throw failure("fcntl(F_GETLK)", state);
+            }
+            return switch (query.get(ValueLayout.JAVA_SHORT, L_TYPE)) {
+                case F_RDLCK -> RecordLock.READ;
+                case F_WRLCK -> RecordLock.WRITE;
+                default -> RecordLock.NONE;
+            };
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("fcntl downcall failed", t);
+        }
+    }
+
+    private int open(String path, int flags) throws ErrnoException {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(callState);
             int fd = (int) open.invokeExact(state, arena.allocateFrom(path), flags, LOCK_FILE_MODE);

@@ -29,6 +29,23 @@ public interface Posix {
      */
     boolean kill(long pid, int signal) throws ErrnoException;
 
+    /**
+     * Opens an existing file to look at the record locks on it: read-write (the look asks about a
+     * write lock), never created, never through a symbolic link, never blocking on a FIFO.
+     */
+    int openExisting(String path) throws ErrnoException;
+
+    /**
+     * {@code fcntl(F_GETLK)}: which record lock of another process would stop this one from taking
+     * a write lock on {@code [start, start + length)}. Asks the kernel; takes nothing.
+     */
+    RecordLock conflictingRecordLock(int fd, long start, long length) throws ErrnoException;
+
+    /** A POSIX record lock another process holds, as {@code F_GETLK} reports the first it finds. */
+    enum RecordLock {
+        NONE, READ, WRITE
+    }
+
     /** A libc call that failed, with the errno it left behind. */
     final class ErrnoException extends Exception {
         private final int errno;

@@ -28,6 +28,76 @@ public class SyncMark {
     private static final long MAX_BUSY_TIMEOUT_MS = 2_000_000_000L - 1;
     /** How long lilbee's lockability probe may wait for its own fresh file: any wait means it cannot lock. */
     public static final Duration PROBE_TIMEOUT = Duration.ofMillis(300);
+    /**
+     * SQLite's unix VFS holds a reader's SHARED lock as a read lock, and a writer's EXCLUSIVE lock as
+     * a write lock, on these bytes of the database file (sqlite3.c: PENDING_BYTE + 2, 510 bytes).
+     */
+    private static final long SHARED_FIRST = 0x40000000L + 2;
+    private static final long SHARED_SIZE = 510;
+
+    private final Posix posix;
+
+    public SyncMark() {
+        this(new NativePosix());
+    }
+
+    public SyncMark(Posix posix) {
+        this.posix = posix;
+    }
+
+    /** The first bytes of every SQLite database; a new, empty file is one too. */
+    private static final byte[] SQLITE_HEADER = "SQLite format 3\0".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+    private static boolean looksLikeADatabase(Path file) {
+        if (!Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            return !Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        }
+        try (var in = Files.newInputStream(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            byte[] head = in.readNBytes(SQLITE_HEADER.length);
+            return head.length == 0 || java.util.Arrays.equals(head, SQLITE_HEADER);
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** Who holds the mark, as {@link #holders(Path)} sees it. */
+    public enum Holders {
+        NOBODY, READERS, WRITER
+    }
+
+    /**
+     * Who holds the mark on {@code file} now, asked of the kernel ({@code F_GETLK} on SQLite's shared
+     * bytes) without taking anything: no number of looks can make a lilbee reset or sync fail, as a
+     * look that took the mark for an instant could. Closing the descriptor would drop record locks
+     * this process held on the file, so only a process that holds no mark of its own may look.
+     *
+     * @throws Unlockable when the file cannot be opened (a link, a directory) or asked about
+     */
+    public Holders holders(Path file) throws Unlockable {
+        if (!looksLikeADatabase(file)) {
+            throw new Unlockable(file + " is not a SQLite database, so nobody can hold the sync mark on it", null);
+        }
+        int fd;
+        try {
+            fd = posix.openExisting(file.toString());
+        } catch (Posix.ErrnoException e) {
+            if (e.errno() == Errno.ENOENT) {
+                return Holders.NOBODY;
+            }
+            throw new Unlockable("Cannot look at " + file + ": " + e.getMessage(), null);
+        }
+        try {
+            return switch (posix.conflictingRecordLock(fd, SHARED_FIRST, SHARED_SIZE)) {
+                case NONE -> Holders.NOBODY;
+                case READ -> Holders.READERS;
+                case WRITE -> Holders.WRITER;
+            };
+        } catch (Posix.ErrnoException e) {
+            throw new Unlockable("Cannot look at the locks on " + file + ": " + e.getMessage(), null);
+        } finally {
+            posix.close(fd);
+        }
+    }
 
     /** A held mark; closing rolls the transaction back and closes its connection. Closing twice is harmless. */
     public static final class Held implements AutoCloseable {

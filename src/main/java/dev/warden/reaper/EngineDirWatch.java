@@ -2,6 +2,7 @@ package dev.warden.reaper;
 
 import dev.warden.engine.EngineClient;
 import dev.warden.engine.EngineDir;
+import dev.warden.engine.EngineIdentity;
 import dev.warden.engine.EngineRecord;
 import dev.warden.engine.EngineRecords;
 import dev.warden.engine.EngineUsers;
@@ -57,6 +58,7 @@ final class EngineDirWatch {
     private final FileLocker locker;
     private final EngineUsers users;
     private final EngineRecords records;
+    private final EngineIdentity identity;
     private final EngineClient client;
     private final InstantSource clock;
     private final Optional<URI> externalEngine;
@@ -79,7 +81,7 @@ final class EngineDirWatch {
      *     record an engine or a user there
      */
     EngineDirWatch(String role, Reaper reaper, boolean create, String lockName, FileLocker locker, EngineUsers users,
-            EngineRecords records, EngineClient client, InstantSource clock, Optional<URI> externalEngine,
+            EngineRecords records, EngineIdentity identity, EngineClient client, InstantSource clock, Optional<URI> externalEngine,
             java.util.function.Consumer<PassOutcome> counted) {
         this.role = role;
         this.reaper = reaper;
@@ -88,6 +90,7 @@ final class EngineDirWatch {
         this.locker = locker;
         this.users = users;
         this.records = records;
+        this.identity = identity;
         this.client = client;
         this.clock = clock;
         this.externalEngine = externalEngine;
@@ -292,8 +295,8 @@ final class EngineDirWatch {
         List<EngineRecord> recorded = records.read(dir());
         boolean expected = !recorded.isEmpty() || externalEngine.isPresent();
         boolean answers = expected
-                && recorded.stream().allMatch(r -> r.proxyPort().isPresent() && client.answers(EngineClient.loopback(r.proxyPort().getAsInt())))
-                && externalEngine.map(client::answers).orElse(true);
+                && recorded.stream().allMatch(r -> identity.endpoint(r).map(client::answers).orElse(false))
+                && externalEngine.map(url -> client.answers(EngineClient.Endpoint.configured(url))).orElse(true);
         List<String> live = users.liveIds(dir());
         live.forEach(id -> watchUser(dir().userLock(id), false));
         published.set(new ReaperStatus(true, "watching " + dir().root(), reaper.idleSince(), Optional.of(outcome),

@@ -2,6 +2,7 @@ package dev.warden.reaper;
 
 import dev.warden.engine.EngineClient;
 import dev.warden.engine.EngineDir;
+import dev.warden.engine.EngineIdentity;
 import dev.warden.engine.EngineRecord;
 import dev.warden.engine.EngineRecords;
 import dev.warden.engine.EngineStopper;
@@ -35,6 +36,7 @@ public final class Reaper {
     private final EngineRecords records;
     private final EngineStopper stopper;
     private final EngineClient client;
+    private final EngineIdentity identity;
     private final InstantSource clock;
     /** The idle time of a kept-warm engine whose markers name none (lilbee's markers carry minutes). */
     private final Duration idleTtl;
@@ -45,7 +47,8 @@ public final class Reaper {
     private boolean unloaded;
 
     public Reaper(EngineDir dir, EngineUsers users, FileLocker locker, EngineRecords records, EngineStopper stopper,
-            EngineClient client, InstantSource clock, Duration idleTtl, Optional<URI> externalEngine) {
+            EngineIdentity identity, EngineClient client, InstantSource clock, Duration idleTtl, Optional<URI> externalEngine) {
+        this.identity = identity;
         this.dir = dir;
         this.users = users;
         this.locker = locker;
@@ -116,7 +119,7 @@ public final class Reaper {
         List<EngineRecord> recorded = records.read(dir);
         if (recorded.isEmpty()) {
             if (externalEngine.isPresent()) {
-                return unloadWhenIdle(List.of(externalEngine.get()), List.of()).orElseThrow();
+                return unloadWhenIdle(List.of(EngineClient.Endpoint.configured(externalEngine.get())), List.of()).orElseThrow();
             }
             resetIdle();
             return new PassOutcome(PassOutcome.Action.NOTHING_TO_DO, "no user and no engine");
@@ -149,7 +152,7 @@ public final class Reaper {
      * they are gone, and the caller cleans up (an engine lilbee did not start has no record and is
      * never cleaned up).
      */
-    private Optional<PassOutcome> unloadWhenIdle(List<URI> engines, List<EngineRecord> recorded) {
+    private Optional<PassOutcome> unloadWhenIdle(List<EngineClient.Endpoint> engines, List<EngineRecord> recorded) {
         Instant now = clock.instant();
         if (idleSince == null) {
             idleSince = now;
@@ -191,17 +194,17 @@ public final class Reaper {
         return new PassOutcome(PassOutcome.Action.INTERRUPTED, detail);
     }
 
-    private List<URI> endpoints(List<EngineRecord> recorded) {
-        List<URI> uris = new java.util.ArrayList<>();
+    private List<EngineClient.Endpoint> endpoints(List<EngineRecord> recorded) {
+        List<EngineClient.Endpoint> endpoints = new java.util.ArrayList<>();
         for (EngineRecord record : recorded) {
-            record.proxyPort().ifPresent(port -> uris.add(EngineClient.loopback(port)));
+            identity.endpoint(record).ifPresent(endpoints::add);
         }
-        externalEngine.ifPresent(uris::add);
-        return uris;
+        externalEngine.map(EngineClient.Endpoint::configured).ifPresent(endpoints::add);
+        return endpoints;
     }
 
     private boolean answers(EngineRecord record) {
-        return record.proxyPort().isPresent() && client.answers(EngineClient.loopback(record.proxyPort().getAsInt()));
+        return identity.endpoint(record).map(client::answers).orElse(false);
     }
 
     private void resetIdle() {

@@ -4,6 +4,7 @@ import dev.warden.config.WardenConfig;
 import dev.warden.engine.EngineClient;
 import dev.warden.engine.EngineDir;
 import dev.warden.engine.EngineDirs;
+import dev.warden.engine.EngineIdentity;
 import dev.warden.engine.EngineRecords;
 import dev.warden.engine.EngineStopper;
 import dev.warden.engine.EngineUsers;
@@ -37,6 +38,7 @@ public class ReaperService {
     private final EngineRecords records;
     private final EngineStopper stopper;
     private final EngineClient client;
+    private final EngineIdentity identity;
     private final InstantSource clock;
     private final MeterRegistry meters;
     private final Map<PassOutcome.Action, Counter> passes = new EnumMap<>(PassOutcome.Action.class);
@@ -45,7 +47,8 @@ public class ReaperService {
     private volatile boolean stopped;
 
     public ReaperService(WardenConfig config, EngineUsers users, FileLocker locker, EngineRecords records,
-            EngineStopper stopper, EngineClient client, InstantSource clock, MeterRegistry meters) {
+            EngineStopper stopper, EngineIdentity identity, EngineClient client, InstantSource clock, MeterRegistry meters) {
+        this.identity = identity;
         this.meters = meters;
         this.config = config;
         this.users = users;
@@ -61,7 +64,7 @@ public class ReaperService {
      * machine slot's reaper looks after {@code warden.engine.url}, so it is unloaded once, not once a dir.
      */
     public Reaper reaperFor(EngineDir dir, boolean slot) {
-        return new Reaper(dir, users, locker, records, stopper, client, clock, config.reaper().idleTtl(),
+        return new Reaper(dir, users, locker, records, stopper, identity, client, clock, config.reaper().idleTtl(),
                 slot ? config.engine().url() : Optional.empty());
     }
 
@@ -83,7 +86,7 @@ public class ReaperService {
         boolean slot = "slot".equals(entry.role());
         Optional<URI> external = slot ? config.engine().url() : Optional.empty();
         return new EngineDirWatch(entry.role(), reaperFor(entry.dir(), slot), slot, config.reaper().lockName(), locker,
-                users, records, client, clock, external, this::count);
+                users, records, identity, client, clock, external, this::count);
     }
 
     @Scheduled(every = "${warden.reaper.interval}", delayed = "${warden.reaper.interval}",

@@ -40,7 +40,8 @@ class EngineActionsTest {
     private EngineActions actions(Duration buildLockWait, Optional<URI> external) {
         FileLocker locker = new FileLocker(new NativePosix());
         return new EngineActions(locker, new ProcLocks(), new EngineRecords(new ObjectMapper()),
-                SystemReaper.stopper(Duration.ofSeconds(5)), SystemReaper.client(), buildLockWait, external);
+                SystemReaper.stopper(Duration.ofSeconds(5)), new EngineIdentity(new ProcessTable()), SystemReaper.client(),
+                buildLockWait, external);
     }
 
     @Test

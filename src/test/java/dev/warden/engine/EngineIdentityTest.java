@@ -1,6 +1,7 @@
 package dev.warden.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -30,8 +31,9 @@ class EngineIdentityTest {
             Identity.Ours ours = assertInstanceOf(Identity.Ours.class, id);
             assertEquals("llama-swap", ours.process().name());
             assertEquals(engine.pid(), ours.process().pgid(), "setsid gives the fake a group of its own");
-            assertInstanceOf(Identity.Ours.class, identity.of(record(engine.pid(), OptionalDouble.empty())),
-                    "without created_at the name decides");
+            Identity.Stranger incomplete = assertInstanceOf(Identity.Stranger.class, identity.of(record(engine.pid(),
+                    OptionalDouble.empty())), "without created_at a reused pid cannot be told apart");
+            assertTrue(incomplete.reason().contains("no created_at"), incomplete.reason());
         }
     }
 
@@ -67,5 +69,35 @@ class EngineIdentityTest {
         long pid = engine.pid();
         engine.kill();
         assertInstanceOf(Identity.Gone.class, identity.of(record(pid, OptionalDouble.empty())));
+    }
+
+    /** Any process in the pod can listen on a port a record names: the API key goes only to the recorded llama-swap itself. */
+    @Test
+    void theApiKeyGoesOnlyToTheRecordedLlamaSwapListeningOnItsPort() throws Exception {
+        int enginePort = FakeEngine.freePort();
+        int squattedPort = FakeEngine.freePort();
+        EngineClient client = new EngineClient(new com.fasterxml.jackson.databind.ObjectMapper(), java.time.Duration.ofMillis(500),
+                java.time.Duration.ofSeconds(2), java.time.Duration.ofSeconds(30), Optional.of("sekret"));
+        try (FakeEngine engine = FakeEngine.startLlamaSwap("--port", Integer.toString(enginePort));
+                FakeEngine squatter = FakeEngine.startStranger("llama-swap", "--port", Integer.toString(squattedPort))) {
+            squatter.await("ready");
+            EngineRecord honest = record(engine, enginePort);
+            EngineClient.Endpoint verified = identity.endpoint(honest).orElseThrow();
+            assertTrue(verified.trusted(), "the recorded llama-swap listens on its recorded port");
+            assertTrue(client.answers(verified));
+            engine.await("auth Bearer sekret");
+
+            EngineRecord forged = record(engine, squattedPort);
+            EngineClient.Endpoint squatted = identity.endpoint(forged).orElseThrow();
+            assertFalse(squatted.trusted(), "another process listens on the port this record names");
+            client.answers(squatted);
+            squatter.await("auth null");
+            assertFalse(squatter.printed().contains("auth Bearer sekret"), squatter.printed().toString());
+        }
+    }
+
+    private static EngineRecord record(FakeEngine engine, int proxyPort) {
+        return new EngineRecord(Path.of("llama-swap.state.chat.1.json"), "chat", engine.pid(), OptionalLong.of(engine.pid()),
+                OptionalDouble.of(engine.createdAt()), Optional.empty(), List.of(), OptionalInt.of(proxyPort));
     }
 }

@@ -1,6 +1,7 @@
 package dev.warden.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -76,9 +77,22 @@ class EngineRecordsTest {
         List<String> reasons = scan.unreadable().stream().map(u -> u.file().getFileName() + ": " + u.reason()).toList();
         assertEquals(4, reasons.size(), reasons.toString());
         assertEquals("llama-swap.state.a.1.json: empty", reasons.get(0));
-        assertTrue(reasons.get(1).startsWith("llama-swap.state.b.2.json: not JSON: "), reasons.get(1));
+        assertTrue(reasons.get(1).startsWith("llama-swap.state.b.2.json: not JSON (line 1, column "), reasons.get(1));
         assertEquals("llama-swap.state.c.3.json: no integer pid", reasons.get(2));
-        assertTrue(reasons.get(3).startsWith("llama-swap.state.d.4.json: 1100019 bytes, over the 1048576"), reasons.get(3));
+        assertTrue(reasons.get(3).startsWith("llama-swap.state.d.4.json: over the 1048576"), reasons.get(3));
+    }
+
+    /** A neighbour swaps a record for a link to a secret: nothing of the secret reaches a reason status serves. */
+    @Test
+    void aRecordSwappedForALinkIsNotFollowedAndNoReasonQuotesAFile() throws Exception {
+        Path secret = Files.writeString(dir.getParent().resolve("token"), "s3cr3t-t0ken and more");
+        Files.createSymbolicLink(dir.resolve("llama-swap.state.a.1.json"), secret);
+        Files.writeString(dir.resolve("llama-swap.state.b.2.json"), "s3cr3t-t0ken {");
+        EngineRecords.Scan scan = records.scan(new EngineDir(dir));
+        assertEquals(List.of(), scan.records());
+        for (EngineRecords.Unreadable bad : scan.unreadable()) {
+            assertFalse(bad.reason().contains("s3cr3t"), bad.reason());
+        }
     }
 
     @Test

@@ -97,6 +97,31 @@ class LockKeeperTest {
         }
     }
 
+    /** A keeper that dies of an Error (say, out of memory) is not a stopped one: liveness must say so. */
+    @Test
+    void aKeeperThatDiesTurnsLivenessDownWhereAStoppedOneDoesNot() throws Exception {
+        LilbeePaths paths = paths("dies", true);
+        Files.createDirectories(paths.scopeDir().orElseThrow());
+        ScopeOwnerFile dying = new ScopeOwnerFile(new ObjectMapper()) {
+            @Override
+            public ScopeOwner read(Path ownerFile) {
+                throw new OutOfMemoryError("an owner file too large to read");
+            }
+        };
+        LockKeeper doomed = new LockKeeper(new FileLocker(new NativePosix()), new ProcLocks(), dying,
+                InstantSource.system(), Duration.ofMillis(50), Duration.ofMillis(100));
+        try (Peer holder = Peer.flockHolder(paths.scopeLock().orElseThrow())) {
+            doomed.start(paths, true);
+            Await.until("the keeper's thread has died", () -> !doomed.health(Duration.ofSeconds(30)).alive());
+            assertTrue(doomed.health(Duration.ofSeconds(30)).detail().contains("died"));
+        } finally {
+            doomed.stop();
+        }
+        keeper.start(paths("stopped", false), true);
+        keeper.stop();
+        assertTrue(keeper.health(Duration.ofSeconds(30)).alive(), "a keeper warden stopped is not a dead one");
+    }
+
     @Test
     void aStandbyTakesOverTheMomentTheHolderDies() throws Exception {
         LilbeePaths paths = paths("a", false);

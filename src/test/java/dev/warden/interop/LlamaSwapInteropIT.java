@@ -93,7 +93,7 @@ class LlamaSwapInteropIT {
                 "--config", root.resolve("config.yaml").toString(), "--listen", "127.0.0.1:" + proxy)
                 .redirectErrorStream(true).redirectOutput(root.resolve("llama-swap.log").toFile()).start();
         started.add(process);
-        Await.until("llama-swap answers /running", () -> client.answers(EngineClient.loopback(proxy)));
+        Await.until("llama-swap answers /running", () -> client.answers(EngineClient.Endpoint.configured(EngineClient.loopback(proxy))));
         return process;
     }
 
@@ -130,7 +130,7 @@ class LlamaSwapInteropIT {
     void wardenUnloadsTheWeightsOfARealLlamaSwap() throws Exception {
         start();
         load();
-        EngineClient.UnloadResult unload = client.unload(EngineClient.loopback(proxy));
+        EngineClient.UnloadResult unload = client.unload(EngineClient.Endpoint.configured(EngineClient.loopback(proxy)));
         assertTrue(unload.unloaded(), unload.detail());
         Await.until("/running is empty", () -> {
             try {
@@ -198,7 +198,7 @@ class LlamaSwapInteropIT {
             assertTrue(!running().contains("fake"), running());
             Await.until("the llama-server has exited", () -> llamaServer().isEmpty());
             assertTrue(llamaSwap.isAlive(), "a kept-warm llama-swap keeps running without its weights");
-            assertTrue(client.answers(EngineClient.loopback(proxy)));
+            assertTrue(client.answers(EngineClient.Endpoint.configured(EngineClient.loopback(proxy))));
         }
     }
 }

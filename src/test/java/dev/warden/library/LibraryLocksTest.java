@@ -67,13 +67,48 @@ class LibraryLocksTest {
 
     @Test
     void syncsShareTheMarkAcrossProcesses() throws Exception {
-        try (SyncMark.Held javaSync = library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow();
-                Peer python = Peer.pythonSqlite(syncLock(), "read", 0)) {
-            python.awaitLine("locked", Duration.ofSeconds(20));
+        try (Peer python = Peer.pythonSqlite(syncLock(), "read", 0)) {
+            try (SyncMark.Held javaSync = library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow()) {
+                python.awaitLine("locked", Duration.ofSeconds(20));
+            }
+            // Looked at from a process that holds no mark of its own, as status and serve are.
             LibraryLook look = library.look(root, root.resolve("lancedb"));
             assertTrue(look.syncRunning());
             assertFalse(look.resetRunning());
         }
+    }
+
+    /**
+     * lilbee's reset takes the write mark without waiting: a look that took the mark for an instant
+     * made some of them fail. Looks in a loop while a Python peer resets 300 times: none is refused.
+     */
+    @Test
+    void noNumberOfLooksMakesALilbeeResetFail() throws Exception {
+        Peer.assumePython();
+        library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow().close();
+        String resets = String.join("\n",
+                "import sqlite3, sys",
+                "refused = 0",
+                "for _ in range(300):",
+                "    con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)",
+                "    try:",
+                "        con.execute('PRAGMA busy_timeout=0;')",
+                "        con.execute('PRAGMA journal_mode=MEMORY;')",
+                "        con.execute('BEGIN EXCLUSIVE TRANSACTION;')",
+                "        con.execute('ROLLBACK;')",
+                "    except sqlite3.OperationalError:",
+                "        refused += 1",
+                "    con.close()",
+                "print('refused', refused, flush=True)");
+        Process python = new ProcessBuilder("python3", "-c", resets, syncLock().toString()).redirectErrorStream(true).start();
+        int looks = 0;
+        while (python.isAlive()) {
+            assertFalse(library.look(root, root.resolve("lancedb")).error().isPresent());
+            looks++;
+        }
+        String out = new String(python.getInputStream().readAllBytes()).strip();
+        assertEquals("refused 0", out, "after " + looks + " looks");
+        assertTrue(looks > 10, "the looks ran alongside the resets: " + looks);
     }
 
     @Test

@@ -331,5 +331,15 @@ class FileLockerTest {
         public boolean kill(long pid, int signal) throws ErrnoException {
             return real.kill(pid, signal);
         }
+
+        @Override
+        public int openExisting(String path) throws ErrnoException {
+            return real.openExisting(path);
+        }
+
+        @Override
+        public RecordLock conflictingRecordLock(int fd, long start, long length) throws ErrnoException {
+            return real.conflictingRecordLock(fd, start, length);
+        }
     }
 }

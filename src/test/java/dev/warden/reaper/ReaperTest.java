@@ -450,6 +450,68 @@ class ReaperTest {
         assertEquals(143, second.exitCode(Duration.ofSeconds(10)));
     }
 
+    /** A record written by hand: a forged or incomplete one. */
+    private Path forgedRecord(String json) throws IOException {
+        return Files.writeString(dir.root().resolve("llama-swap.state.chat.99.json"), json);
+    }
+
+    @Test
+    void aRecordWithoutCreatedAtIsNeverSignalled() throws Exception {
+        FakeEngine engine = engine("--port", "0");
+        forgedRecord("{\"pid\": " + engine.pid() + ", \"pgid\": " + engine.pid() + ", \"name\": \"llama-swap\"}");
+        PassOutcome outcome = reaper().pass();
+        assertTrue(outcome.detail().contains("the record has no created_at"), outcome.detail());
+        assertTrue(engine.alive(), "a pid that cannot be told from a reused one is never signalled");
+    }
+
+    @Test
+    void aProcessWhoseNameOnlyContainsLlamaSwapIsNeverSignalled() throws Exception {
+        FakeEngine exporter = track(FakeEngine.startStranger("llama-swap-exporter"));
+        exporter.writeRecord(dir.root(), "chat", port(), List.of());
+        PassOutcome outcome = reaper().pass();
+        assertTrue(outcome.detail().contains("runs 'llama-swap-exporter', not llama-swap"), outcome.detail());
+        assertTrue(exporter.alive());
+    }
+
+    /** A llama-swap whose group another process leads: only llama-swap itself gets the signal. */
+    @Test
+    void aGroupLlamaSwapDoesNotLeadIsNotSignalled() throws Exception {
+        String javaCommand = ProcessHandle.current().info().command().orElse("java");
+        Process leader = new ProcessBuilder("setsid", "bash", "-c", "(exec -a llama-swap \"$0\" -Xmx24m -XX:TieredStopAtLevel=1"
+                + " -cp \"$1\" dev.warden.testing.FakeLlamaSwap --port 0) & exec -a group-leader sleep 600", javaCommand,
+                System.getProperty("java.class.path")).start();
+        track((AutoCloseable) () -> {
+            ProcessHandle.of(leader.pid()).ifPresent(h -> h.descendants().forEach(ProcessHandle::destroyForcibly));
+            leader.destroyForcibly().waitFor();
+        });
+        ProcessInfo[] swap = new ProcessInfo[1];
+        dev.warden.testing.Await.until("the llama-swap in the leader's group runs", () -> {
+            swap[0] = processes.all().stream().filter(p -> p.ppid() == leader.pid() && p.isLlamaSwap()).findFirst().orElse(null);
+            return swap[0] != null && swap[0].start().isPresent();
+        });
+        assertEquals(leader.pid(), swap[0].pgid());
+        forgedRecord(String.format(java.util.Locale.ROOT, "{\"pid\": %d, \"pgid\": %d, \"created_at\": %.3f, \"name\": \"llama-swap\"}",
+                swap[0].pid(), leader.pid(), swap[0].start().orElseThrow().toEpochMilli() / 1000.0));
+        assertEquals(PassOutcome.Action.STOPPED, reaper().pass().action());
+        dev.warden.testing.Await.until("llama-swap got the SIGTERM", () -> !processes.alive(swap[0].pid()));
+        assertTrue(leader.isAlive(), "the group's leader, which is not llama-swap, was not signalled");
+    }
+
+    @Test
+    void aForgedRecordOfADeadEngineLeavesAStandaloneLlamaServerOnItsPortAlone() throws Exception {
+        int standalonePort = port();
+        FakeEngine standalone = track(FakeEngine.startLlamaServer(standalonePort));
+        Awaits.llamaServer(processes, standalonePort);
+        Process gone = new ProcessBuilder("true").start();
+        gone.waitFor();
+        forgedRecord(String.format(java.util.Locale.ROOT, "{\"pid\": %d, \"created_at\": %.3f, \"name\": \"llama-swap\","
+                + " \"member_ports\": [%d]}", gone.pid(), System.currentTimeMillis() / 1000.0 - 60, standalonePort));
+        PassOutcome outcome = reaper().pass();
+        assertEquals(PassOutcome.Action.STOPPED, outcome.action());
+        assertFalse(outcome.detail().contains("reaped"), outcome.detail());
+        assertTrue(standalone.alive(), "a llama-server outside the engine's session is not the engine's");
+    }
+
     private Optional<ProcessInfo> llamaServerOn(int port) {
         return Awaits.llamaServer(processes, port);
     }

@@ -50,26 +50,51 @@ public final class FakeEngine implements AutoCloseable {
         return engine;
     }
 
-    /** A fake llama-server listening on {@code port}, in its own process group. */
+    /** A standalone fake llama-server listening on {@code port}, in a session of its own. */
     public static FakeEngine startLlamaServer(int port) throws IOException {
         return start("llama-server", FakeLlamaServer.class, "--port", Integer.toString(port));
     }
 
+    /**
+     * A fake llama-server as llama-swap (v221+) starts one: a child in a process group of its own but
+     * in llama-swap's session (perl, essential on Debian, does the setpgid that no util-linux tool does).
+     */
+    static FakeEngine startChildLlamaServer(int port) throws IOException {
+        List<String> command = new ArrayList<>(List.of("perl", "-e", "setpgrp(0, 0); my $program = shift; exec { $program } @ARGV",
+                java(), "llama-server"));
+        command.addAll(jvm(FakeLlamaServer.class));
+        command.addAll(List.of("--port", Integer.toString(port)));
+        return new FakeEngine(new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start(), "llama-server");
+    }
+
     /** The same program under another name, to play a stranger that inherited a recorded pid. */
     public static FakeEngine startStranger(String name) throws IOException {
-        FakeEngine engine = start(name, FakeLlamaSwap.class, "--port", "0");
+        return startStranger(name, "--port", "0");
+    }
+
+    /** A stranger speaking llama-swap's HTTP with {@code args}, e.g. on a port a record names. */
+    public static FakeEngine startStranger(String name, String... args) throws IOException {
+        FakeEngine engine = start(name, FakeLlamaSwap.class, args);
         engine.await("ready");
         return engine;
     }
 
     private static FakeEngine start(String argv0, Class<?> main, String... args) throws IOException {
-        String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> command = new ArrayList<>(List.of("setsid", "bash", "-c", "exec -a \"$0\" \"$@\"", argv0, java,
-                "-Xmx24m", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:+UseSerialGC",
-                "-cp", System.getProperty("java.class.path"), main.getName()));
+        List<String> command = new ArrayList<>(List.of("setsid", "bash", "-c", "exec -a \"$0\" \"$@\"", argv0, java()));
+        command.addAll(jvm(main));
         command.addAll(List.of(args));
         Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         return new FakeEngine(process, argv0);
+    }
+
+    private static String java() {
+        return ProcessHandle.current().info().command().orElse("java");
+    }
+
+    /** A small JVM running {@code main} from the test class path. */
+    private static List<String> jvm(Class<?> main) {
+        return List.of("-Xmx24m", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:+UseSerialGC",
+                "-cp", System.getProperty("java.class.path"), main.getName());
     }
 
     void waitUntilListening() {

@@ -17,7 +17,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p>Arguments: {@code --port N} (0: no HTTP at all), {@code --ignore-term}, {@code --refuse-unload},
  * {@code --slow-unload MS} (prints "unloading", answers MS later), {@code --old-api} (only {@code GET /unload}), {@code --api-key K}, {@code --server-port N}
- * (spawn a child named llama-server, in its own group, listening on N).
+ * (spawn a child named llama-server, in its own group, listening on N); hostile answers to
+ * {@code /running}: {@code --huge-running} (a 256 MB body), {@code --trickle-running} (one byte a second).
+ * Each request's Authorization header is printed as "auth &lt;value&gt;".
  */
 public final class FakeLlamaSwap {
 
@@ -29,6 +31,7 @@ public final class FakeLlamaSwap {
         boolean oldApi = false;
         String apiKey = null;
         List<Integer> serverPorts = new ArrayList<>();
+        String hostile = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--port" -> port = Integer.parseInt(args[++i]);
@@ -38,6 +41,7 @@ public final class FakeLlamaSwap {
                 case "--old-api" -> oldApi = true;
                 case "--api-key" -> apiKey = args[++i];
                 case "--server-port" -> serverPorts.add(Integer.parseInt(args[++i]));
+                case "--huge-running", "--trickle-running" -> hostile = args[i];
                 default -> throw new IllegalArgumentException(args[i]);
             }
         }
@@ -51,7 +55,7 @@ public final class FakeLlamaSwap {
             });
         }
         for (int serverPort : serverPorts) {
-            FakeEngine.startLlamaServer(serverPort).waitUntilListening();
+            FakeEngine.startChildLlamaServer(serverPort).waitUntilListening();
             say("server " + serverPort);
         }
         AtomicBoolean loaded = new AtomicBoolean(true);
@@ -61,10 +65,16 @@ public final class FakeLlamaSwap {
             final boolean refuse = refuseUnload;
             final boolean old = oldApi;
             final long slowUnload = slowUnloadMillis;
+            final String hostileRunning = hostile;
             http.createContext("/", exchange -> {
                 try (exchange) {
                     String path = exchange.getRequestURI().getPath();
                     String method = exchange.getRequestMethod();
+                    say("auth " + exchange.getRequestHeaders().getFirst("Authorization"));
+                    if (hostileRunning != null && path.equals("/running")) {
+                        hostile(exchange, hostileRunning);
+                        return;
+                    }
                     if (!path.equals("/health") && key != null
                             && !("Bearer " + key).equals(exchange.getRequestHeaders().getFirst("Authorization"))) {
                         reply(exchange, 401, "{\"error\": \"unauthorized\"}");
@@ -114,6 +124,33 @@ public final class FakeLlamaSwap {
     static synchronized void say(String line) {
         System.out.println(line);
         System.out.flush();
+    }
+
+    /** An answer that never ends in reasonable time or size; the client is expected to give up on it. */
+    private static void hostile(HttpExchange exchange, String kind) throws IOException {
+        exchange.sendResponseHeaders(200, 0);
+        var body = exchange.getResponseBody();
+        long written = 0;
+        try {
+            if (kind.equals("--huge-running")) {
+                body.write("{\"running\": [".getBytes(StandardCharsets.UTF_8));
+                byte[] chunk = new byte[64 * 1024];
+                java.util.Arrays.fill(chunk, (byte) ' ');
+                for (int i = 0; i < 4096; i++) {
+                    body.write(chunk);
+                    written += chunk.length;
+                }
+            } else {
+                for (int i = 0; i < 600; i++) {
+                    body.write(' ');
+                    body.flush();
+                    Thread.sleep(1000);
+                }
+            }
+        } catch (IOException | InterruptedException e) {
+            // the client hung up, as it should
+        }
+        say("wrote " + written);
     }
 
     private static void reply(HttpExchange exchange, int status, String body) throws IOException {

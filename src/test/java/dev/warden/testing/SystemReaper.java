@@ -40,7 +40,7 @@ public final class SystemReaper {
     public static Reaper of(EngineDir dir, EngineUsers users, EngineClient client, Duration term, InstantSource clock,
             Duration idleTtl, Optional<URI> external) {
         return new Reaper(dir, users, new FileLocker(new NativePosix()), new EngineRecords(new ObjectMapper()), stopper(term),
-                client, clock, idleTtl, external);
+                new EngineIdentity(new ProcessTable()), client, clock, idleTtl, external);
     }
 
     /** warden's engine stopper with a SIGTERM grace of {@code term}. */

@@ -1,0 +1,62 @@
+package dev.warden.soak;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.warden.testing.WardenProcess;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A neighbour on the pod's loopback, replayed against the packaged warden with its shipped
+ * settings (the rest of the hostile-neighbour reproductions are unit and integration tests of their
+ * own: forged records, squatted ports, huge and trickled answers, a dying lock keeper).
+ */
+class NeighbourSoak {
+
+    @TempDir
+    Path dir;
+
+    /** Idle connections opened and left: let go after the idle timeout, and the probes answer throughout. */
+    @Test
+    void idleConnectionsAreLetGoAndTheProbesAnswerMeanwhile() throws Exception {
+        try (WardenProcess warden = WardenProcess.serve("idle-connections", "--data-root", dir.resolve("root").toString(),
+                "--engine-dir", dir.resolve("engine").toString())) {
+            warden.awaitStatus("/q/health/ready", 200);
+            List<Socket> idle = new ArrayList<>();
+            try {
+                for (int i = 0; i < 200; i++) {
+                    idle.add(new Socket(InetAddress.getLoopbackAddress(), warden.port()));
+                }
+                assertEquals(200, warden.status("/q/health/ready"), "200 idle sockets do not silence the probes");
+                long opened = System.nanoTime();
+                Socket first = idle.getFirst();
+                // Far above the 30 s idle timeout, only so that a broken build fails rather than hangs.
+                first.setSoTimeout((int) Duration.ofSeconds(90).toMillis());
+                InputStream in = first.getInputStream();
+                int read;
+                try {
+                    read = in.read();
+                } catch (SocketTimeoutException e) {
+                    read = -2;
+                }
+                assertEquals(-1, read, "warden closes a connection that stays idle");
+                Duration held = Duration.ofNanos(System.nanoTime() - opened);
+                assertTrue(held.compareTo(Duration.ofMinutes(1)) < 0, "closed after " + held.toSeconds() + " s");
+            } finally {
+                for (Socket socket : idle) {
+                    socket.close();
+                }
+            }
+            assertEquals(200, warden.status("/q/health/ready"));
+        }
+    }
+}
