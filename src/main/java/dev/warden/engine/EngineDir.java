@@ -78,7 +78,7 @@ public record EngineDir(Path root) {
 
     /** Whether lilbee has recorded an engine or a user here: a dir without either has nothing to reap. */
     public boolean hasEngineFiles() {
-        return Files.isDirectory(usersDir()) || !recordFiles().isEmpty();
+        return Files.isDirectory(usersDir(), java.nio.file.LinkOption.NOFOLLOW_LINKS) || !recordFiles().isEmpty();
     }
 
     /** {@code llama-swap.state*.json}, without the {@code .<name>.tmp} files of writes in flight. */
@@ -88,9 +88,14 @@ public record EngineDir(Path root) {
         return files;
     }
 
+    /**
+     * The regular files in {@code dir} matching {@code glob}. A dir that is a symbolic link (a
+     * neighbour's swap of engine-users/ for a link to elsewhere) lists nothing: warden deletes dead
+     * users' files and markers from these lists, and must never do so in a directory it was not given.
+     */
     private static List<Path> list(Path dir, String glob) {
         List<Path> found = new ArrayList<>();
-        if (!Files.isDirectory(dir)) {
+        if (!Files.isDirectory(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
             return found;
         }
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir, glob)) {

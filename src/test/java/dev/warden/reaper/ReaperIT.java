@@ -224,4 +224,24 @@ class ReaperIT {
             assertTrue(result.stderr().contains("stayed held by pid " + build.pid()), result.stderr());
         }
     }
+
+    /**
+     * A neighbour replaces the reaper lock's file: warden lets go of the old one and claims the new,
+     * so no second reaper (lilbee's own, say) can take the dir while warden still thinks it holds it.
+     */
+    @Test
+    void aReaperLockFileReplacedUnderWardenIsClaimedAgain() throws Exception {
+        Path engine = engineDir().getParent();
+        try (WardenProcess warden = WardenProcess.serve("reaper-lock-replaced", "--data-root", dir.resolve("root").toString(),
+                "--engine-dir", engine.toString())) {
+            warden.awaitJson("/api/v1/status", "/reaper/watching", JsonNode::asBoolean);
+            Path lock = engine.resolve("engine-reaper.lock");
+            assertTrue(KernelLocks.flockHolders(lock).contains(warden.pid()));
+            Files.delete(lock);
+            Files.writeString(lock, "");
+            Await.until("warden holds the new reaper lock file", () -> KernelLocks.flockHolders(lock).contains(warden.pid()));
+            assertTrue(warden.log().contains("The reaper lock " + lock.toRealPath() + " was deleted or replaced; claiming it again"),
+                    warden.log());
+        }
+    }
 }

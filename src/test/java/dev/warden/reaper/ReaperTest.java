@@ -512,6 +512,21 @@ class ReaperTest {
         assertTrue(standalone.alive(), "a llama-server outside the engine's session is not the engine's");
     }
 
+    /** A neighbour swaps engine-users/ for a link to a directory of its choosing. */
+    @Test
+    void aUsersDirSwappedForALinkIsNeverListedOrPurged() throws Exception {
+        Path elsewhere = Files.createDirectories(root.resolve("elsewhere"));
+        Path unlocked = Files.writeString(elsewhere.resolve("someone.lock"), "");
+        Path marker = Files.writeString(elsewhere.resolve("0123456789abcdef.keep-warm"), "");
+        Files.delete(dir.usersDir());
+        Files.createSymbolicLink(dir.usersDir(), elsewhere);
+        FakeEngine engine = recordedEngine();
+        assertEquals(PassOutcome.Action.STOPPED, reaper().pass().action(), "no user and no marker is seen through the link");
+        assertEquals(143, engine.exitCode(Duration.ofSeconds(10)));
+        assertTrue(Files.exists(unlocked), "an unlocked *.lock behind the link is not deleted");
+        assertTrue(Files.exists(marker), "a *.keep-warm behind the link is not deleted");
+    }
+
     private Optional<ProcessInfo> llamaServerOn(int port) {
         return Awaits.llamaServer(processes, port);
     }
