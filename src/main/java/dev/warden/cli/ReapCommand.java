@@ -54,11 +54,8 @@ public class ReapCommand implements Callable<Integer> {
                     "reap runs one pass: add --once (warden serve runs the reaper continuously).");
         }
         EngineDirs dirs = engine.resolve(config, root.resolve(config, java.util.Optional.empty()));
-        for (EngineDirs.Entry entry : dirs.entries()) {
-            if (entry != dirs.entries().getFirst() && !java.nio.file.Files.isDirectory(entry.dir().root())) {
-                continue;
-            }
-            Reaper reaper = reapers.reaperFor(entry.dir(), entry == dirs.entries().getFirst());
+        for (EngineDirs.Entry entry : dirs.inUse()) {
+            Reaper reaper = reapers.reaperFor(entry.dir(), entry.isSlot());
             PassOutcome outcome = dryRun ? reaper.dryRun() : reaper.pass();
             spec.commandLine().getOut().printf("%s%s (%s engine dir %s): %s%n", dryRun ? "dry run: " : "",
                     outcome.action().name().toLowerCase().replace('_', '-'), entry.role(), entry.dir().root(), outcome.detail());

@@ -105,13 +105,8 @@ public class EngineActions {
         return results;
     }
 
-    /**
-     * The machine slot always (lilbee creates it with its first engine); the others only where lilbee
-     * recorded an engine or a user, so no build lock file of warden's lands in a data dir for nothing.
-     */
     private static List<EngineDir> present(EngineDirs dirs) {
-        return dirs.entries().stream().filter(e -> e.equals(dirs.entries().getFirst()) || e.dir().hasEngineFiles())
-                .map(EngineDirs.Entry::dir).toList();
+        return dirs.inUse().stream().map(EngineDirs.Entry::dir).toList();
     }
 
     private HeldLock buildLock(EngineDir dir) throws BuildLockBusy, LockException {

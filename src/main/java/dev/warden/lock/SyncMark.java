@@ -75,7 +75,8 @@ public class SyncMark {
      */
     public Holders holders(Path file) throws Unlockable {
         if (!looksLikeADatabase(file)) {
-            throw new Unlockable(file + " is not a SQLite database, so nobody can hold the sync mark on it", null);
+            throw new Unlockable(file + " is not a database (no SQLite header), so no sync can be marked on it and lilbee"
+                    + " refuses every reset. Stop every lilbee process and delete " + file + ".", null);
         }
         int fd;
         try {

@@ -83,7 +83,7 @@ public class ReaperService {
     }
 
     private EngineDirWatch watch(EngineDirs.Entry entry) {
-        boolean slot = "slot".equals(entry.role());
+        boolean slot = entry.isSlot();
         Optional<URI> external = slot ? config.engine().url() : Optional.empty();
         return new EngineDirWatch(entry.role(), reaperFor(entry.dir(), slot), slot, config.reaper().lockName(), locker,
                 users, records, identity, client, clock, external, this::count);
