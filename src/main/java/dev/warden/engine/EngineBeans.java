@@ -44,7 +44,7 @@ public class EngineBeans {
 
     @Produces
     @Singleton
-    EngineIdentity engineIdentity(ProcessTable processes) {
-        return new EngineIdentity(processes);
+    EngineIdentity engineIdentity(ProcessTable processes, WardenConfig config) {
+        return new EngineIdentity(processes, config.engine().apiKey().filter(key -> !key.isBlank()).isPresent());
     }
 }

@@ -18,9 +18,17 @@ public final class EngineIdentity {
 
     private final ProcessTable processes;
     private final long self = ProcessHandle.current().pid();
+    /** Whether {@link #endpoint} proves who listens on a port: only worth its /proc reads with an API key to guard. */
+    private final boolean verifyListeners;
 
     public EngineIdentity(ProcessTable processes) {
+        this(processes, true);
+    }
+
+    /** @param verifyListeners false when no {@code warden.engine.api-key} is set: no endpoint is trusted then */
+    public EngineIdentity(ProcessTable processes, boolean verifyListeners) {
         this.processes = processes;
+        this.verifyListeners = verifyListeners;
     }
 
     public Identity of(EngineRecord record) {
@@ -64,14 +72,15 @@ public final class EngineIdentity {
 
     /**
      * Where {@code record}'s llama-swap answers; trusted with the API key only when its pid is our
-     * engine and is the very process listening on the recorded port. Empty without a proxy port.
+     * engine and is the very process listening on the recorded port (checked only when there is a key
+     * to send, so a pass without one reads no /proc/net). Empty without a proxy port.
      */
     public Optional<EngineClient.Endpoint> endpoint(EngineRecord record) {
         if (record.proxyPort().isEmpty()) {
             return Optional.empty();
         }
         int port = record.proxyPort().getAsInt();
-        boolean trusted = of(record) instanceof Identity.Ours && processes.listensOn(record.pid(), port);
+        boolean trusted = verifyListeners && of(record) instanceof Identity.Ours && processes.listensOn(record.pid(), port);
         return Optional.of(new EngineClient.Endpoint(EngineClient.loopback(port), trusted));
     }
 

@@ -2,6 +2,7 @@ package dev.warden.reaper;
 
 import dev.warden.engine.EngineClient;
 import dev.warden.engine.EngineDir;
+import dev.warden.engine.EngineDirs;
 import dev.warden.engine.EngineIdentity;
 import dev.warden.engine.EngineRecord;
 import dev.warden.engine.EngineRecords;
@@ -51,9 +52,8 @@ final class EngineDirWatch {
     /** filelock asks again every 50 ms; probing a fresh file more often than that only gets in its way. */
     private static final Duration NEW_USER_POLL = Duration.ofMillis(20);
 
-    private final String role;
+    private final EngineDirs.Entry entry;
     private final Reaper reaper;
-    private final boolean create;
     private final String lockName;
     private final FileLocker locker;
     private final EngineUsers users;
@@ -61,7 +61,6 @@ final class EngineDirWatch {
     private final EngineIdentity identity;
     private final EngineClient client;
     private final InstantSource clock;
-    private final Optional<URI> externalEngine;
     /** Counts a pass by what it decided (the service's meters). */
     private final java.util.function.Consumer<PassOutcome> counted;
     private final Set<Path> watchedUsers = ConcurrentHashMap.newKeySet();
@@ -77,15 +76,15 @@ final class EngineDirWatch {
     private volatile Thread passing;
 
     /**
-     * @param create whether warden creates the dir to claim it (the machine slot), or waits for lilbee to
-     *     record an engine or a user there
+     * @param entry the dir and its role: warden creates and claims the machine slot at once, and waits
+     *     for lilbee to record an engine or a user in the others
+     * @param reaper the rule for {@code entry}'s dir
      */
-    EngineDirWatch(String role, Reaper reaper, boolean create, String lockName, FileLocker locker, EngineUsers users,
-            EngineRecords records, EngineIdentity identity, EngineClient client, InstantSource clock, Optional<URI> externalEngine,
+    EngineDirWatch(EngineDirs.Entry entry, Reaper reaper, String lockName, FileLocker locker, EngineUsers users,
+            EngineRecords records, EngineIdentity identity, EngineClient client, InstantSource clock,
             java.util.function.Consumer<PassOutcome> counted) {
-        this.role = role;
+        this.entry = entry;
         this.reaper = reaper;
-        this.create = create;
         this.lockName = lockName;
         this.locker = locker;
         this.users = users;
@@ -93,12 +92,11 @@ final class EngineDirWatch {
         this.identity = identity;
         this.client = client;
         this.clock = clock;
-        this.externalEngine = externalEngine;
         this.counted = counted;
     }
 
     String role() {
-        return role;
+        return entry.role();
     }
 
     EngineDir dir() {
@@ -118,7 +116,7 @@ final class EngineDirWatch {
     synchronized void start(Duration timeout) {
         claim(timeout);
         LOG.infof("The reaper %s the %s engine dir %s", reaperLock != null ? "watches" : "does not watch yet ("
-                + status().detail() + "):", role, dir().root());
+                + status().detail() + "):", role(), dir().root());
     }
 
     synchronized void tick() {
@@ -176,14 +174,14 @@ final class EngineDirWatch {
         Path root = dir().root();
         Path lock = dir().reaperLock(lockName);
         try {
-            if (create) {
+            if (entry.isSlot()) {
                 Files.createDirectories(root);
             }
             // Only the slot is claimed before lilbee uses it: the others (the data dir among them) get no
             // reaper or build lock file of warden's until lilbee records an engine or a user there.
-            absent = !create && !dir().hasEngineFiles();
+            absent = !entry.isSlot() && !dir().hasEngineFiles();
             if (absent) {
-                publish("nothing recorded in the " + role + " engine dir " + root + " yet; watched once lilbee"
+                publish("nothing recorded in the " + role() + " engine dir " + root + " yet; watched once lilbee"
                         + " records an engine or a user there");
                 return;
             }
@@ -293,6 +291,7 @@ final class EngineDirWatch {
         ReaperStatus last = published.get();
         boolean acted = outcome.acted();
         List<EngineRecord> recorded = records.read(dir());
+        Optional<URI> externalEngine = reaper.externalEngine();
         boolean expected = !recorded.isEmpty() || externalEngine.isPresent();
         boolean answers = expected
                 && recorded.stream().allMatch(r -> identity.endpoint(r).map(client::answers).orElse(false))

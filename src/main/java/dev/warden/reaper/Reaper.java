@@ -64,6 +64,11 @@ public final class Reaper {
         return dir;
     }
 
+    /** The llama-swap lilbee did not start ({@code warden.engine.url}), if this reaper looks after it. */
+    public Optional<URI> externalEngine() {
+        return externalEngine;
+    }
+
     /** When the idle window of a kept-warm engine began; empty while used or not kept warm. */
     public Optional<Instant> idleSince() {
         return Optional.ofNullable(idleSince);

@@ -15,7 +15,6 @@ import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.scheduler.Scheduled;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Singleton;
-import java.net.URI;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.EnumMap;
@@ -83,10 +82,8 @@ public class ReaperService {
     }
 
     private EngineDirWatch watch(EngineDirs.Entry entry) {
-        boolean slot = entry.isSlot();
-        Optional<URI> external = slot ? config.engine().url() : Optional.empty();
-        return new EngineDirWatch(entry.role(), reaperFor(entry.dir(), slot), slot, config.reaper().lockName(), locker,
-                users, records, identity, client, clock, external, this::count);
+        return new EngineDirWatch(entry, reaperFor(entry.dir(), entry.isSlot()), config.reaper().lockName(), locker,
+                users, records, identity, client, clock, this::count);
     }
 
     @Scheduled(every = "${warden.reaper.interval}", delayed = "${warden.reaper.interval}",
@@ -127,11 +124,10 @@ public class ReaperService {
         ReaperStatus slot = all.getFirst();
         Optional<ReaperStatus> latest = all.stream().filter(s -> s.lastActionAt().isPresent())
                 .max(java.util.Comparator.comparing(s -> s.lastActionAt().orElse(Instant.MIN)));
+        boolean expected = all.stream().anyMatch(ReaperStatus::engineExpected);
         return new ReaperStatus(watches.stream().allMatch(EngineDirWatch::covered), slot.detail(), slot.idleSince(),
                 slot.lastPass(), latest.flatMap(ReaperStatus::lastAction), latest.flatMap(ReaperStatus::lastActionAt),
-                all.stream().anyMatch(ReaperStatus::engineExpected),
-                all.stream().anyMatch(ReaperStatus::engineExpected)
-                        && all.stream().allMatch(s -> !s.engineExpected() || s.engineAnswers()),
+                expected, expected && all.stream().allMatch(s -> !s.engineExpected() || s.engineAnswers()),
                 all.stream().mapToInt(ReaperStatus::liveUsers).sum(), all.stream().mapToInt(ReaperStatus::keepWarm).sum());
     }
 
