@@ -43,10 +43,13 @@ seccompProfile:
   {{- end }}
   args: [serve]
   ports:
-    - name: warden
+    - name: api
       containerPort: {{ .Values.warden.port }}
+    - name: management
+      containerPort: {{ .Values.warden.managementPort }}
   env:
     - {name: QUARKUS_HTTP_PORT, value: {{ .Values.warden.port | quote }}}
+    - {name: QUARKUS_MANAGEMENT_PORT, value: {{ .Values.warden.managementPort | quote }}}
     - {name: WARDEN_DATA_ROOT, value: {{ .Values.warden.dataRoot | quote }}}
     - {name: WARDEN_ENGINE_DIR, value: {{ .Values.warden.engineDir | quote }}}
     {{- with .Values.warden.scopeDir }}
@@ -65,10 +68,9 @@ seccompProfile:
     {{- with .Values.warden.engineReadiness }}
     - {name: WARDEN_ENGINE_READINESS, value: {{ . | quote }}}
     {{- end }}
-    {{- with .Values.warden.engineApiKey.existingSecret }}
-    - name: WARDEN_ENGINE_API_KEY
-      valueFrom:
-        secretKeyRef: {name: {{ . }}, key: {{ $.Values.warden.engineApiKey.key }}}
+    {{- if .Values.warden.engineApiKey.existingSecret }}
+    # A file, not an environment variable: no other process sees it in warden's environment.
+    - {name: WARDEN_ENGINE_API_KEY_FILE, value: /var/run/secrets/warden-engine/{{ .Values.warden.engineApiKey.key }}}
     {{- end }}
     {{- if .Values.warden.apiToken.existingSecret }}
     - {name: WARDEN_API_TOKEN_FILE, value: /var/run/secrets/warden/{{ .Values.warden.apiToken.key }}}
@@ -79,18 +81,19 @@ seccompProfile:
     {{- with .Values.warden.extraEnv }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+  # Probes on the management port, by number: a named port is not resolved by every runtime (podman kube play).
   startupProbe:
-    httpGet: {path: /q/health/started, port: warden}
+    httpGet: {path: /q/health/started, port: {{ .Values.warden.managementPort }}}
     periodSeconds: 1
     # A standby may wait for the lock for as long as the holder lives.
     failureThreshold: 2147483647
   readinessProbe:
-    httpGet: {path: /q/health/ready, port: warden}
+    httpGet: {path: /q/health/ready, port: {{ .Values.warden.managementPort }}}
     periodSeconds: 2
     failureThreshold: 1
   livenessProbe:
     # Never on the lock: a standby restarted for waiting could never take over.
-    httpGet: {path: /q/health/live, port: warden}
+    httpGet: {path: /q/health/live, port: {{ .Values.warden.managementPort }}}
     periodSeconds: 10
     failureThreshold: 3
   resources:
@@ -102,5 +105,8 @@ seccompProfile:
     - {name: tmp, mountPath: /tmp}
     {{- if .Values.warden.apiToken.existingSecret }}
     - {name: api-token, mountPath: /var/run/secrets/warden, readOnly: true}
+    {{- end }}
+    {{- if .Values.warden.engineApiKey.existingSecret }}
+    - {name: engine-api-key, mountPath: /var/run/secrets/warden-engine, readOnly: true}
     {{- end }}
 {{- end }}

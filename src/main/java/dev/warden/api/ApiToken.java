@@ -1,5 +1,6 @@
 package dev.warden.api;
 
+import dev.warden.config.SecretFile;
 import dev.warden.config.WardenConfig;
 import jakarta.inject.Singleton;
 import java.io.IOException;
@@ -47,7 +48,7 @@ public class ApiToken {
         }
         return config.api().tokenFile().flatMap(file -> {
             try {
-                return Optional.of(Files.readString(file).strip()).filter(t -> !t.isEmpty());
+                return SecretFile.read(file);
             } catch (IOException e) {
                 return Optional.empty();
             }

@@ -34,7 +34,9 @@ import sun.misc.Signal;
                     + " kept-warm engine's weights after warden.reaper.idle-ttl.",
             "",
             "Probes: /q/health/ready (holds every lock; the engine answers), /q/health/live (warden works),"
-                    + " /q/health/started (has held every lock once), on quarkus.http.port (9095)."
+                    + " /q/health/started (has held every lock once), and /q/metrics, on the management port"
+                    + " quarkus.management.port (9096). The API (/api/v1: status, engine stop and unload) is on"
+                    + " quarkus.http.port (9095)."
         },
         exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
             "0:stopped by SIGTERM or SIGINT; every lock released",
@@ -70,6 +72,9 @@ public class ServeCommand implements Callable<Integer> {
 
     @ConfigProperty(name = "quarkus.http.port")
     int port;
+
+    @ConfigProperty(name = "quarkus.management.port")
+    int managementPort;
 
     /**
      * A stop request is the normal end of a sidecar: shut down (the lock keeper releases every
@@ -113,8 +118,8 @@ public class ServeCommand implements Callable<Integer> {
             spec.commandLine().getErr().println("warden: " + refusal.get().message());
             return Refusal.EXIT_CODE;
         }
-        LOG.infof("warden serves data dir %s%s; probes on port %d", lilbee.dataDir(),
-                lilbee.scopeDir().map(s -> " in scope " + s).orElse(""), port);
+        LOG.infof("warden serves data dir %s%s; probes and metrics on port %d, the API on port %d", lilbee.dataDir(),
+                lilbee.scopeDir().map(s -> " in scope " + s).orElse(""), managementPort, port);
         if (config.reaper().enabled()) {
             reaper.start(engine.resolve(config, lilbee));
         }

@@ -2,8 +2,8 @@ package dev.warden.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.dataformat.toml.TomlMapper;
+import dev.warden.lock.CheckedDir;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -135,13 +135,11 @@ public record LilbeeEnvironment(Map<String, String> env, Path cwd) {
         if ("1".equals(env.get("LILBEE_SKIP_TOML_CONFIG"))) {
             return Optional.empty();
         }
-        Path file = configFile(root);
-        // lilbee follows links to its config; only a regular file is read, and only so much of it.
-        if (!Files.isRegularFile(file)) {
-            return Optional.empty();
-        }
-        try (InputStream in = Files.newInputStream(file)) {
-            byte[] bytes = in.readNBytes(MAX_CONFIG_BYTES + 1);
+        // lilbee follows links to its config: so does warden, resolving them first; the file is then
+        // read from its checked dir, never through a link swapped in since, never blocking on a FIFO.
+        Path file = realpath().of(configFile(root).toString());
+        try (CheckedDir dir = CheckedDir.open(file.getParent())) {
+            byte[] bytes = dir.read(file.getFileName().toString(), MAX_CONFIG_BYTES);
             if (bytes.length > MAX_CONFIG_BYTES) {
                 return Optional.empty();
             }

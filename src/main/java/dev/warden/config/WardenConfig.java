@@ -75,6 +75,12 @@ public interface WardenConfig {
         Optional<String> apiKey();
 
         /**
+         * A file holding the key (a mounted Secret), read at start, used when {@code api-key} is
+         * unset: unlike an environment variable, it is not in every process's view of warden's.
+         */
+        Optional<Path> apiKeyFile();
+
+        /**
          * Whether readiness also needs the engine to answer. Unset: on when an engine is recorded
          * in the engine dir or {@code warden.engine.url} is set.
          */

@@ -1,14 +1,20 @@
 package dev.warden.engine;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.warden.config.SecretFile;
 import dev.warden.config.WardenConfig;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.Posix;
 import jakarta.enterprise.inject.Produces;
 import jakarta.inject.Singleton;
+import java.io.IOException;
+import java.util.Optional;
+import org.jboss.logging.Logger;
 
 /** The engine machinery as beans, configured from {@code warden.engine.*}. */
 public class EngineBeans {
+
+    private static final Logger LOG = Logger.getLogger(EngineBeans.class);
 
     @Produces
     @Singleton
@@ -30,9 +36,30 @@ public class EngineBeans {
 
     @Produces
     @Singleton
-    EngineClient engineClient(ObjectMapper json, WardenConfig config) {
+    EngineClient engineClient(ObjectMapper json, WardenConfig config, EngineApiKey key) {
         WardenConfig.Engine engine = config.engine();
-        return new EngineClient(json, engine.connectTimeout(), engine.readTimeout(), engine.unloadTimeout(), engine.apiKey());
+        return new EngineClient(json, engine.connectTimeout(), engine.readTimeout(), engine.unloadTimeout(), key.value());
+    }
+
+    /** The engine's API key: {@code warden.engine.api-key}, else the content of {@code api-key-file}. */
+    @Produces
+    @Singleton
+    EngineApiKey engineApiKey(WardenConfig config) {
+        return new EngineApiKey(apiKey(config.engine()));
+    }
+
+    private static Optional<String> apiKey(WardenConfig.Engine engine) {
+        Optional<String> key = engine.apiKey().map(String::strip).filter(k -> !k.isEmpty());
+        if (key.isPresent() || engine.apiKeyFile().isEmpty()) {
+            return key;
+        }
+        try {
+            return SecretFile.read(engine.apiKeyFile().get());
+        } catch (IOException e) {
+            LOG.warnf("warden.engine.api-key-file: %s. warden calls the engine without a key, which a llama-swap with"
+                    + " apiKeys refuses: mount the Secret there, or unset the setting.", e.getMessage());
+            return Optional.empty();
+        }
     }
 
     @Produces
@@ -44,7 +71,7 @@ public class EngineBeans {
 
     @Produces
     @Singleton
-    EngineIdentity engineIdentity(ProcessTable processes, WardenConfig config) {
-        return new EngineIdentity(processes, config.engine().apiKey().filter(key -> !key.isBlank()).isPresent());
+    EngineIdentity engineIdentity(ProcessTable processes, EngineApiKey key) {
+        return new EngineIdentity(processes, key.isSet());
     }
 }

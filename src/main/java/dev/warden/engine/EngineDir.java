@@ -1,9 +1,10 @@
 package dev.warden.engine;
 
+import dev.warden.lock.CheckedDir;
+import dev.warden.lock.FileStat;
 import java.io.IOException;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -66,10 +67,13 @@ public record EngineDir(Path root) {
     }
 
     private static Optional<Long> markerMinutes(Path marker) {
-        try (var in = Files.newInputStream(marker, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        try (CheckedDir dir = CheckedDir.open(marker.getParent())) {
             // A marker holds a few digits; anything longer is not one of lilbee's.
-            String text = new String(in.readNBytes(MAX_MARKER_BYTES), StandardCharsets.UTF_8).trim();
-            long minutes = Long.parseLong(text);
+            byte[] bytes = dir.read(marker.getFileName().toString(), MAX_MARKER_BYTES);
+            if (bytes.length > MAX_MARKER_BYTES) {
+                return Optional.empty();
+            }
+            long minutes = Long.parseLong(new String(bytes, StandardCharsets.UTF_8).trim());
             return minutes >= 0 && minutes <= MAX_MARKER_MINUTES ? Optional.of(minutes) : Optional.empty();
         } catch (IOException | NumberFormatException e) {
             return Optional.empty();
@@ -89,25 +93,22 @@ public record EngineDir(Path root) {
     }
 
     /**
-     * The regular files in {@code dir} matching {@code glob}. A dir that is a symbolic link (a
-     * neighbour's swap of engine-users/ for a link to elsewhere) lists nothing: warden deletes dead
-     * users' files and markers from these lists, and must never do so in a directory it was not given.
+     * The regular files in {@code dir} matching {@code glob}. A dir that is a symbolic link, or lies
+     * past one (a neighbour's swap of engine-users/ for a link to elsewhere), lists nothing: warden
+     * deletes dead users' files and markers from these lists, and must never do so in a directory it
+     * was not given.
      */
     private static List<Path> list(Path dir, String glob) {
         List<Path> found = new ArrayList<>();
-        if (!Files.isDirectory(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            return found;
-        }
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir, glob)) {
-            for (Path entry : entries) {
-                if (Files.isRegularFile(entry, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                    found.add(entry);
+        try (CheckedDir checked = CheckedDir.open(dir)) {
+            for (String name : checked.names(glob)) {
+                if (checked.stat(name).filter(FileStat::isRegularFile).isPresent()) {
+                    found.add(dir.resolve(name));
                 }
             }
         } catch (IOException e) {
             // an engine dir that cannot be listed has nothing warden can act on; the next pass looks again
         }
-        found.sort(null);
         return found;
     }
 }

@@ -3,7 +3,10 @@ package dev.warden.engine;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.warden.lock.CheckedDir;
+import dev.warden.lock.Posix;
 import java.io.IOException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -32,13 +35,14 @@ public final class EngineRecords {
 
     private static final Logger LOG = Logger.getLogger(EngineRecords.class);
     /** A record is a few hundred bytes; anything past this is not one and is not read whole. */
-    private static final long MAX_SIZE = 1024 * 1024;
+    private static final int MAX_SIZE = 1024 * 1024;
     /** {@code llama-swap.state.<group>.<pid>.json}, {@code llama-swap.state.<pid>.json}, {@code llama-swap.state.json}. */
     private static final Pattern NAME = Pattern.compile("llama-swap\\.state(?:\\.(?:(.+)\\.)?(\\d+))?\\.json");
     private static final int MAX_PORT = 65535;
 
     /** A record younger than this that does not parse may be a write in flight: not reported yet. */
     private static final Duration IN_FLIGHT = Duration.ofSeconds(2);
+    private static final int WARNINGS_PER_PASS = 3;
 
     private final ObjectMapper json;
     /** What was last reported about each unreadable record, so a pass a second does not repeat it. */
@@ -70,48 +74,72 @@ public final class EngineRecords {
     public Scan scan(EngineDir dir) {
         List<EngineRecord> records = new ArrayList<>();
         List<Unreadable> unreadable = new ArrayList<>();
-        for (Path file : dir.recordFiles()) {
-            Matcher name = NAME.matcher(file.getFileName().toString());
-            if (name.matches()) {
-                Parsed parsed = parse(file, name);
-                if (parsed.record() != null) {
-                    records.add(parsed.record());
-                } else {
-                    unreadable.add(parsed.unreadable());
+        List<Path> files = dir.recordFiles();
+        if (files.isEmpty()) {
+            return new Scan(records, unreadable);
+        }
+        try (CheckedDir checked = CheckedDir.open(dir.root())) {
+            for (Path file : files) {
+                Matcher name = NAME.matcher(file.getFileName().toString());
+                if (name.matches()) {
+                    Parsed parsed = parse(checked, file, name);
+                    if (parsed.record() != null) {
+                        records.add(parsed.record());
+                    } else {
+                        unreadable.add(parsed.unreadable());
+                    }
                 }
             }
+        } catch (IOException e) {
+            // the dir went away or became a link since it was listed: no record in it is acted on
         }
         return new Scan(records, unreadable);
     }
 
+    /**
+     * Warns of each file that is not a record once, and again only if the reason changes; at most
+     * {@link #WARNINGS_PER_PASS} by name in one pass, the rest counted: a neighbour who makes files
+     * by the thousand, or rewrites one every second, cannot flood the log.
+     */
     private void report(List<Unreadable> unreadable) {
         Map<Path, String> now = new HashMap<>();
+        int told = 0;
+        int untold = 0;
         for (Unreadable bad : unreadable) {
             try {
                 FileTime modified = Files.getLastModifiedTime(bad.file(), LinkOption.NOFOLLOW_LINKS);
                 if (modified.toInstant().plus(IN_FLIGHT).isAfter(Instant.now())) {
                     continue;
                 }
-                now.put(bad.file(), bad.reason() + "@" + modified.toMillis());
             } catch (IOException e) {
                 continue;
             }
-            if (!now.get(bad.file()).equals(reported.get(bad.file()))) {
-                LOG.warnf("Engine record %s is not a record (%s). warden leaves it in place and acts on no engine for"
-                        + " it; lilbee replaces it when that engine starts again. Delete it if no llama-swap of that"
-                        + " group runs.", bad.file(), bad.reason());
+            now.put(bad.file(), bad.reason());
+            if (bad.reason().equals(reported.get(bad.file()))) {
+                continue;
             }
+            if (told == WARNINGS_PER_PASS) {
+                untold++;
+                continue;
+            }
+            told++;
+            LOG.warnf("Engine record %s is not a record (%s). warden leaves it in place and acts on no engine for"
+                    + " it; lilbee replaces it when that engine starts again. Delete it if no llama-swap of that"
+                    + " group runs.", bad.file(), bad.reason());
+        }
+        if (untold > 0) {
+            LOG.warnf("%d more files named like engine records are not records either; `warden status` lists them all.", untold);
         }
         reported.keySet().retainAll(now.keySet());
         reported.putAll(now);
     }
 
     /** Parses one record file, or says why it is not one. */
-    private Parsed parse(Path file, Matcher name) {
+    private Parsed parse(CheckedDir dir, Path file, Matcher name) {
         JsonNode node;
-        try (var in = Files.newInputStream(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            // Read without following a link swapped in since the listing, and capped as it is read.
-            byte[] bytes = in.readNBytes((int) MAX_SIZE + 1);
+        try {
+            // Read from the checked dir, never through a link or a FIFO swapped in since the listing, capped.
+            byte[] bytes = dir.read(file.getFileName().toString(), MAX_SIZE);
             if (bytes.length > MAX_SIZE) {
                 return Parsed.bad(file, "over the " + MAX_SIZE + " bytes a record can be");
             }
@@ -123,6 +151,11 @@ public final class EngineRecords {
             // Never the parser's message: it quotes the file's content, which status would serve to anyone.
             return Parsed.bad(file, "not JSON (line " + e.getLocation().getLineNr() + ", column "
                     + e.getLocation().getColumnNr() + ")");
+        } catch (FileSystemException e) {
+            return Parsed.bad(file, e.getReason() != null ? e.getReason() : "unreadable: " + e.getClass().getSimpleName());
+        } catch (Posix.ErrnoException e) {
+            // warden's own words and the kernel's: no byte of the file
+            return Parsed.bad(file, "unreadable: " + e.getMessage());
         } catch (IOException | RuntimeException e) {
             return Parsed.bad(file, "unreadable: " + e.getClass().getSimpleName());
         }

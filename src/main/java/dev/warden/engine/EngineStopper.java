@@ -1,7 +1,7 @@
 package dev.warden.engine;
 
+import dev.warden.lock.CheckedDir;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -115,8 +115,8 @@ public final class EngineStopper {
     }
 
     private static void delete(Path file) {
-        try {
-            Files.deleteIfExists(file);
+        try (CheckedDir dir = CheckedDir.open(file.getParent())) {
+            dir.delete(file.getFileName().toString());
         } catch (IOException e) {
             LOG.warnf("Cannot delete %s: %s", file, e);
         }

@@ -1,5 +1,6 @@
 package dev.warden.engine;
 
+import dev.warden.lock.CheckedDir;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
@@ -69,11 +70,21 @@ public class EngineUsers {
         return () -> {
             // Removed while still held, so no one can take it in between and be removed with it.
             try {
-                Files.deleteIfExists(lock);
+                remove(held);
             } finally {
                 held.close();
             }
         };
+    }
+
+    /**
+     * Deletes a held user lock's file from its checked dir, and only while the name is still the
+     * file locked: never through a link, never a file a neighbour has put in its place.
+     */
+    private static void remove(HeldLock held) throws IOException {
+        try (CheckedDir dir = CheckedDir.open(held.path().getParent())) {
+            dir.deleteIfSame(held.path().getFileName().toString(), held.fileId());
+        }
     }
 
     private boolean live(Path lock, boolean removeDead) {
@@ -86,7 +97,7 @@ public class EngineUsers {
                 return true;
             }
             try (HeldLock dead = taken.get()) {
-                Files.deleteIfExists(lock);
+                remove(dead);
                 LOG.debugf("Removed the lock of a user that is gone: %s", lock);
             }
             return false;

@@ -3,11 +3,9 @@ package dev.warden.hold;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.warden.lock.CheckedDir;
 import java.io.IOException;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Optional;
 import java.util.OptionalLong;
 
@@ -19,7 +17,7 @@ import java.util.OptionalLong;
 public class ScopeOwnerFile {
 
     /** Owner files are a line of JSON; anything much larger is not one, and is not read whole. */
-    private static final long MAX_SIZE = 64 * 1024;
+    private static final int MAX_SIZE = 64 * 1024;
 
     private final ObjectMapper json;
 
@@ -27,18 +25,16 @@ public class ScopeOwnerFile {
         this.json = json;
     }
 
+    /**
+     * Writes the owner file through a temporary file created exclusively under an unpredictable
+     * name in the checked scope dir, renamed into place: nothing a neighbour links in is followed.
+     */
     public void write(Path ownerFile, Path dataDir, long pid) throws IOException {
         ObjectNode node = json.createObjectNode();
         node.put("data_dir", dataDir.toString());
         node.put("pid", pid);
-        Path tmp = ownerFile.resolveSibling("." + ownerFile.getFileName() + "." + pid + ".tmp");
-        Files.write(tmp, json.writeValueAsBytes(node));
-        try {
-            Files.move(tmp, ownerFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        } catch (AtomicMoveNotSupportedException e) {
-            Files.move(tmp, ownerFile, StandardCopyOption.REPLACE_EXISTING);
-        } finally {
-            Files.deleteIfExists(tmp);
+        try (CheckedDir dir = CheckedDir.open(ownerFile.getParent())) {
+            dir.replace(ownerFile.getFileName().toString(), json.writeValueAsBytes(node));
         }
     }
 
@@ -52,19 +48,18 @@ public class ScopeOwnerFile {
     }
 
     public void remove(Path ownerFile) throws IOException {
-        Files.deleteIfExists(ownerFile);
+        try (CheckedDir dir = CheckedDir.open(ownerFile.getParent())) {
+            dir.delete(ownerFile.getFileName().toString());
+        }
     }
 
     /** The recorded owner; {@link ScopeOwner#UNKNOWN} when the file is absent or unreadable, never an error. */
     public ScopeOwner read(Path ownerFile) {
         try {
-            if (!Files.isRegularFile(ownerFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                return ScopeOwner.UNKNOWN;
-            }
             byte[] bytes;
-            // Capped as it is read, not by a size looked up before: the file can grow or be swapped in between.
-            try (var in = Files.newInputStream(ownerFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                bytes = in.readNBytes((int) MAX_SIZE + 1);
+            // Capped as it is read, from the checked dir, never through a link or a FIFO swapped in.
+            try (CheckedDir dir = CheckedDir.open(ownerFile.getParent())) {
+                bytes = dir.read(ownerFile.getFileName().toString(), MAX_SIZE);
             }
             if (bytes.length > MAX_SIZE) {
                 return ScopeOwner.UNKNOWN;

@@ -1,6 +1,7 @@
 package dev.warden.lock;
 
 import java.io.IOException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -72,11 +73,13 @@ public final class FileLocker {
     public void awaitRelease(Path path) throws LockException {
         int fd;
         try {
-            fd = posix.openLockFile(path.toString(), false);
+            fd = openLock(path, Posix.Open.READ_WRITE);
         } catch (Posix.ErrnoException e) {
             if (e.errno() == Errno.ENOENT) {
                 return;
             }
+            throw openFailure(path, e);
+        } catch (IOException e) {
             throw openFailure(path, e);
         }
         try {
@@ -93,16 +96,15 @@ public final class FileLocker {
      * A peer that asks in that instant is refused once and, like filelock, asks again.
      */
     public LockProbe probe(Path path) throws LockException {
-        if (!Files.exists(path, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            return LockProbe.ABSENT;
-        }
         int fd;
         try {
-            fd = posix.openLockFile(path.toString(), false);
+            fd = openLock(path, Posix.Open.READ_WRITE);
         } catch (Posix.ErrnoException e) {
             if (e.errno() == Errno.ENOENT) {
                 return LockProbe.ABSENT;
             }
+            throw openFailure(path, e);
+        } catch (IOException e) {
             throw openFailure(path, e);
         }
         try {
@@ -124,7 +126,6 @@ public final class FileLocker {
     }
 
     private HeldLock acquire(Path path, boolean wait) throws LockException {
-        String name = path.toString();
         // Only a win that did not have to wait counts towards giving up: a peer that unlinks the file
         // on release (filelock 3.21-3.29) can make a waiter lose many times in a row, each after a
         // real wait, while a process that just keeps deleting the file would make this loop spin.
@@ -132,8 +133,8 @@ public final class FileLocker {
         while (unwaitedReplacements < MAX_REPLACED_RETRIES) {
             int fd;
             try {
-                fd = posix.openLockFile(name, true);
-            } catch (Posix.ErrnoException e) {
+                fd = openLock(path, Posix.Open.READ_WRITE_CREATE);
+            } catch (IOException e) {
                 throw openFailure(path, e);
             }
             boolean waited = false;
@@ -156,12 +157,12 @@ public final class FileLocker {
             }
             FileId locked;
             try {
-                locked = posix.fstat(fd);
+                locked = posix.fstat(fd).id();
             } catch (Posix.ErrnoException e) {
                 posix.close(fd);
                 throw new LockException("Cannot check lock file " + path + " after locking it: " + e.getMessage(), e);
             }
-            if (locked.equals(currentId(name))) {
+            if (locked.equals(currentId(path))) {
                 return new HeldLock(posix, path, fd, locked);
             }
             posix.close(fd);
@@ -173,11 +174,23 @@ public final class FileLocker {
                 + " (lilbee never deletes it; filelock 3.21 to 3.29 did, so upgrade filelock).");
     }
 
-    private FileId currentId(String path) {
+    /** What is at {@code path} now, a link not followed: the check that a won lock is on the file at its path. */
+    private FileId currentId(Path path) {
         try {
-            return posix.stat(path);
+            return posix.statAt(Posix.AT_FDCWD, path.toString()).id();
         } catch (Posix.ErrnoException e) {
             return null;
+        }
+    }
+
+    /**
+     * Opens a lock file relative to its checked directory: a lock file, or a directory on its way,
+     * swapped for a link is refused rather than followed, and a FIFO or a directory in its place
+     * is refused without blocking.
+     */
+    private int openLock(Path path, Posix.Open how) throws IOException {
+        try (CheckedDir dir = CheckedDir.open(posix, path.toAbsolutePath().getParent())) {
+            return dir.open(path.getFileName().toString(), how);
         }
     }
 
@@ -185,8 +198,14 @@ public final class FileLocker {
         return errno == Errno.EWOULDBLOCK || errno == Errno.EACCES;
     }
 
-    private static LockException openFailure(Path path, Posix.ErrnoException e) {
+    private static LockException openFailure(Path path, IOException failure) {
         Path dir = path.getParent();
+        if (!(failure instanceof Posix.ErrnoException e)) {
+            // Opened, but not a regular file (a FIFO, a device): never locked, never read.
+            String reason = failure instanceof FileSystemException f && f.getReason() != null ? f.getReason() : failure.toString();
+            return new LockException("Lock file " + path + " " + reason
+                    + ". Remove it: lilbee and warden recreate their lock files as regular files.", failure);
+        }
         String message = switch (e.errno()) {
             case Errno.ENOENT, Errno.ENOTDIR -> "Cannot open lock file " + path + ": the directory " + dir
                     + " does not exist. Create it, or point warden at the data dir lilbee uses.";
@@ -195,8 +214,9 @@ public final class FileLocker {
                     + " (run it as lilbee's UID, or use an fsGroup with group-writable files).";
             case Errno.EROFS -> "Cannot open lock file " + path + ": " + dir
                     + " is on a read-only filesystem. Mount it read-write: warden must create its lock files.";
-            case Errno.ELOOP -> "Lock file " + path + " is a symbolic link. Lock files are never followed"
-                    + " through links (filelock refuses them too): replace it with a regular file or remove it.";
+            case Errno.ELOOP -> "Lock file " + path + " or a directory on its way is a symbolic link that warden did not"
+                    + " resolve at start. Lock files are never reached through links on the shared volume (filelock"
+                    + " refuses a linked lock file too): replace the link with a regular file or directory, or remove it.";
             case Errno.EISDIR -> "Lock file " + path + " is a directory, not a file. Remove or rename it.";
             default -> "Cannot open lock file " + path + ": " + e.getMessage() + ". Check the volume holding " + dir + ".";
         };

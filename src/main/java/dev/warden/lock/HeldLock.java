@@ -46,7 +46,7 @@ public final class HeldLock implements AutoCloseable {
      */
     public boolean stillAtPath() {
         try {
-            return id.equals(posix.stat(path.toString()));
+            return id.equals(posix.statAt(Posix.AT_FDCWD, path.toString()).id());
         } catch (Posix.ErrnoException e) {
             return false;
         }

@@ -3,61 +3,79 @@ package dev.warden.lock;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * libc through the FFM API: the only class in warden that touches {@code java.lang.foreign}.
  *
  * <p>{@code FileChannel.lock()} takes POSIX record locks, which Linux keeps apart from the
- * {@code flock(2)} locks lilbee's filelock takes, so warden calls {@code flock} itself.
+ * {@code flock(2)} locks lilbee's filelock takes, so warden calls {@code flock} itself. And
+ * {@code java.nio.file} cannot open a name relative to a directory descriptor, which is what keeps
+ * a neighbour's swapped-in link from redirecting warden, so warden calls {@code openat} itself too.
  */
 public final class NativePosix implements Posix {
 
+    private static final boolean X86 = "amd64".equals(System.getProperty("os.arch"))
+            || "x86_64".equals(System.getProperty("os.arch"));
+    private static final int O_RDONLY = 0;
+    private static final int O_WRONLY = 01;
     private static final int O_RDWR = 02;
     private static final int O_CREAT = 0100;
+    private static final int O_EXCL = 0200;
     private static final int O_NONBLOCK = 04000;
     private static final int O_CLOEXEC = 02000000;
-    // asm-generic (aarch64, riscv64) and x86 disagree on O_NOFOLLOW.
-    private static final int O_NOFOLLOW = "amd64".equals(System.getProperty("os.arch"))
-            || "x86_64".equals(System.getProperty("os.arch")) ? 0400000 : 0100000;
+    // asm-generic (aarch64, riscv64) and x86 disagree on these two.
+    private static final int O_NOFOLLOW = X86 ? 0400000 : 0100000;
+    private static final int O_DIRECTORY = X86 ? 0200000 : 040000;
+    private static final int AT_SYMLINK_NOFOLLOW = 0x100;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG;
     private static final int LOCK_EX = 2;
     private static final int LOCK_NB = 4;
-    /** Mode for a new lock file, as filelock creates it: anyone may lock it, the umask decides. */
-    private static final int LOCK_FILE_MODE = 0666;
-    /** struct stat is 144 bytes on x86_64 and 128 on aarch64; st_dev and st_ino lead on both. */
+    /** Mode for a new file, as filelock creates its locks: anyone may lock it, the umask decides. */
+    private static final int NEW_FILE_MODE = 0666;
+    /** struct stat is 144 bytes on x86_64 and 128 on aarch64; st_dev, st_ino and st_size sit alike. */
     private static final long STAT_SIZE = 256;
     private static final long ST_DEV_OFFSET = 0;
     private static final long ST_INO_OFFSET = 8;
+    private static final long ST_MODE_OFFSET = X86 ? 24 : 16;
+    private static final long ST_SIZE_OFFSET = 48;
     /** fcntl's F_GETLK, and struct flock's types (the same on x86_64 and aarch64). */
     private static final int F_GETLK = 5;
     private static final short F_RDLCK = 0;
     private static final short F_WRLCK = 1;
     private static final short SEEK_SET = 0;
     /** struct flock on 64-bit Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid. */
-    private static final StructLayout FLOCK = java.lang.foreign.MemoryLayout.structLayout(ValueLayout.JAVA_SHORT.withName("l_type"),
-            ValueLayout.JAVA_SHORT.withName("l_whence"), java.lang.foreign.MemoryLayout.paddingLayout(4),
-            ValueLayout.JAVA_LONG.withName("l_start"), ValueLayout.JAVA_LONG.withName("l_len"),
-            ValueLayout.JAVA_INT.withName("l_pid"), java.lang.foreign.MemoryLayout.paddingLayout(4));
+    private static final StructLayout FLOCK = MemoryLayout.structLayout(ValueLayout.JAVA_SHORT.withName("l_type"),
+            ValueLayout.JAVA_SHORT.withName("l_whence"), MemoryLayout.paddingLayout(4),
+            LONG.withName("l_start"), LONG.withName("l_len"),
+            INT.withName("l_pid"), MemoryLayout.paddingLayout(4));
     private static final long L_TYPE = 0;
     private static final long L_WHENCE = 2;
     private static final long L_START = 8;
     private static final long L_LEN = 16;
 
     private final StructLayout callState = Linker.Option.captureStateLayout();
-    private final VarHandle errnoHandle =
-            callState.varHandle(java.lang.foreign.MemoryLayout.PathElement.groupElement("errno"));
-    private final MethodHandle open;
+    private final VarHandle errnoHandle = callState.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private final MethodHandle openat;
     private final MethodHandle flock;
     private final MethodHandle close;
     private final MethodHandle fstat;
-    private final MethodHandle stat;
+    private final MethodHandle fstatat;
+    private final MethodHandle read;
+    private final MethodHandle write;
+    private final MethodHandle unlinkat;
+    private final MethodHandle renameat;
     private final MethodHandle strerror;
     private final MethodHandle kill;
     private final MethodHandle fcntl;
@@ -68,11 +86,15 @@ public final class NativePosix implements Posix {
      * (NativeImageMetadataTest keeps the two in step).
      */
     static final List<Downcall> DOWNCALLS = List.of(
-            new Downcall("open", FunctionDescriptor.of(INT, ValueLayout.ADDRESS, INT, INT), true, 2),
+            new Downcall("openat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT, INT), true, 3),
             new Downcall("flock", FunctionDescriptor.of(INT, INT, INT), true, -1),
             new Downcall("close", FunctionDescriptor.of(INT, INT), false, -1),
             new Downcall("fstat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS), true, -1),
-            new Downcall("stat", FunctionDescriptor.of(INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS), true, -1),
+            new Downcall("fstatat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS, INT), true, -1),
+            new Downcall("read", FunctionDescriptor.of(LONG, INT, ValueLayout.ADDRESS, LONG), true, -1),
+            new Downcall("write", FunctionDescriptor.of(LONG, INT, ValueLayout.ADDRESS, LONG), true, -1),
+            new Downcall("unlinkat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT), true, -1),
+            new Downcall("renameat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT, ValueLayout.ADDRESS), true, -1),
             new Downcall("kill", FunctionDescriptor.of(INT, INT, INT), true, -1),
             new Downcall("fcntl", FunctionDescriptor.of(INT, INT, INT, ValueLayout.ADDRESS), true, 2),
             new Downcall("strerror", FunctionDescriptor.of(ValueLayout.ADDRESS, INT), false, -1));
@@ -81,7 +103,7 @@ public final class NativePosix implements Posix {
     record Downcall(String symbol, FunctionDescriptor descriptor, boolean capturesErrno, int firstVariadicArg) {
 
         Linker.Option[] options() {
-            List<Linker.Option> options = new java.util.ArrayList<>();
+            List<Linker.Option> options = new ArrayList<>();
             if (capturesErrno) {
                 options.add(Linker.Option.captureCallState("errno"));
             }
@@ -92,18 +114,37 @@ public final class NativePosix implements Posix {
         }
     }
 
+    /** One call into libc, with the arena it may allocate in and the segment errno is captured into. */
+    @FunctionalInterface
+    private interface Call {
+        long invoke(Arena arena, MemorySegment state) throws Throwable;
+    }
+
+    /** The process's one instance: its downcalls are linked once and it holds no state of its own. */
+    public static Posix shared() {
+        return Shared.INSTANCE;
+    }
+
+    private static final class Shared {
+        static final NativePosix INSTANCE = new NativePosix();
+    }
+
     public NativePosix() {
         Linker linker = Linker.nativeLinker();
         SymbolLookup libc = linker.defaultLookup();
-        java.util.Map<String, MethodHandle> linked = new java.util.HashMap<>();
+        Map<String, MethodHandle> linked = new HashMap<>();
         for (Downcall call : DOWNCALLS) {
             linked.put(call.symbol(), linker.downcallHandle(find(libc, call.symbol()), call.descriptor(), call.options()));
         }
-        open = linked.get("open");
+        openat = linked.get("openat");
         flock = linked.get("flock");
         close = linked.get("close");
         fstat = linked.get("fstat");
-        stat = linked.get("stat");
+        fstatat = linked.get("fstatat");
+        read = linked.get("read");
+        write = linked.get("write");
+        unlinkat = linked.get("unlinkat");
+        renameat = linked.get("renameat");
         kill = linked.get("kill");
         strerror = linked.get("strerror");
         fcntl = linked.get("fcntl");
@@ -114,75 +155,48 @@ public final class NativePosix implements Posix {
                 "libc has no " + name + "(); warden needs glibc 2.33 or newer (or musl) on Linux"));
     }
 
-    @Override
-    public int openLockFile(String path, boolean create) throws ErrnoException {
-        return open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0));
-    }
-
-    @Override
-    public int openExisting(String path) throws ErrnoException {
-        return open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    }
-
-    @Override
-    public RecordLock conflictingRecordLock(int fd, long start, long length) throws ErrnoException {
+    /** Runs {@code call}; a negative result is a failure named {@code what}, with errno's description. */
+    private long invoke(String what, Call call) throws ErrnoException {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(callState);
-            MemorySegment query = arena.allocate(FLOCK);
-            query.set(ValueLayout.JAVA_SHORT, L_TYPE, F_WRLCK);
-            query.set(ValueLayout.JAVA_SHORT, L_WHENCE, SEEK_SET);
-            query.set(ValueLayout.JAVA_LONG, L_START, start);
-            query.set(ValueLayout.JAVA_LONG, L_LEN, length);
-            int rc = (int) fcntl.invokeExact(state, fd, F_GETLK, query);
-            if (rc != 0) {
-                throw failure("fcntl(F_GETLK)", state);
+            long rc = call.invoke(arena, state);
+            if (rc < 0) {
+                throw failure(what, state);
             }
-            return switch (query.get(ValueLayout.JAVA_SHORT, L_TYPE)) {
-                case F_RDLCK -> RecordLock.READ;
-                case F_WRLCK -> RecordLock.WRITE;
-                default -> RecordLock.NONE;
-            };
+            return rc;
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException("fcntl downcall failed", t);
+            throw new IllegalStateException(what + " downcall failed", t);
         }
     }
 
-    private int open(String path, int flags) throws ErrnoException {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(callState);
-            int fd = (int) open.invokeExact(state, arena.allocateFrom(path), flags, LOCK_FILE_MODE);
-            if (fd < 0) {
-                throw failure("open(" + path + ")", state);
-            }
-            return fd;
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("open downcall failed", t);
-        }
+    @Override
+    public int openAt(int dirFd, String name, Open how) throws ErrnoException {
+        int flags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | switch (how) {
+            case READ -> O_RDONLY;
+            case READ_WRITE -> O_RDWR;
+            case READ_WRITE_CREATE -> O_RDWR | O_CREAT;
+            case CREATE_NEW -> O_WRONLY | O_CREAT | O_EXCL;
+            case DIRECTORY -> O_RDONLY | O_DIRECTORY;
+        };
+        return (int) invoke("open(" + name + ")",
+                (arena, state) -> (int) openat.invokeExact(state, dirFd, arena.allocateFrom(name), flags, NEW_FILE_MODE));
     }
 
     @Override
     public void lockExclusive(int fd, boolean wait) throws ErrnoException {
         int op = wait ? LOCK_EX : LOCK_EX | LOCK_NB;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(callState);
-            while (true) {
-                int rc = (int) flock.invokeExact(state, fd, op);
-                if (rc == 0) {
-                    return;
-                }
+        while (true) {
+            try {
+                invoke("flock", (arena, state) -> (int) flock.invokeExact(state, fd, op));
+                return;
+            } catch (ErrnoException e) {
                 // A signal delivered to a blocked flock is no answer; ask again.
-                if (errno(state) != Errno.EINTR) {
-                    throw failure("flock", state);
+                if (e.errno() != Errno.EINTR) {
+                    throw e;
                 }
             }
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("flock downcall failed", t);
         }
     }
 
@@ -196,60 +210,128 @@ public final class NativePosix implements Posix {
     }
 
     @Override
-    public FileId fstat(int fd) throws ErrnoException {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(callState);
+    public FileStat fstat(int fd) throws ErrnoException {
+        FileStat[] result = new FileStat[1];
+        invoke("fstat", (arena, state) -> {
             MemorySegment buf = arena.allocate(STAT_SIZE, 8);
             int rc = (int) fstat.invokeExact(state, fd, buf);
-            if (rc != 0) {
-                throw failure("fstat", state);
+            result[0] = rc == 0 ? statOf(buf) : null;
+            return rc;
+        });
+        return result[0];
+    }
+
+    @Override
+    public FileStat statAt(int dirFd, String name) throws ErrnoException {
+        FileStat[] result = new FileStat[1];
+        invoke("stat(" + name + ")", (arena, state) -> {
+            MemorySegment buf = arena.allocate(STAT_SIZE, 8);
+            int rc = (int) fstatat.invokeExact(state, dirFd, arena.allocateFrom(name), buf, AT_SYMLINK_NOFOLLOW);
+            result[0] = rc == 0 ? statOf(buf) : null;
+            return rc;
+        });
+        return result[0];
+    }
+
+    @Override
+    public byte[] read(int fd, int max) throws ErrnoException {
+        byte[][] result = new byte[1][];
+        invoke("read", (arena, state) -> {
+            MemorySegment buf = arena.allocate(Math.max(1, max));
+            long total = 0;
+            while (total < max) {
+                long n = (long) read.invokeExact(state, fd, buf.asSlice(total), (long) max - total);
+                if (n < 0 && errno(state) == Errno.EINTR) {
+                    continue;
+                }
+                if (n <= 0) {
+                    if (n < 0) {
+                        return n;
+                    }
+                    break;
+                }
+                total += n;
             }
-            return idOf(buf);
+            result[0] = buf.asSlice(0, total).toArray(ValueLayout.JAVA_BYTE);
+            return total;
+        });
+        return result[0];
+    }
+
+    @Override
+    public void write(int fd, byte[] bytes) throws ErrnoException {
+        invoke("write", (arena, state) -> {
+            MemorySegment buf = arena.allocateFrom(ValueLayout.JAVA_BYTE, bytes);
+            long total = 0;
+            while (total < bytes.length) {
+                long n = (long) write.invokeExact(state, fd, buf.asSlice(total), (long) bytes.length - total);
+                if (n < 0 && errno(state) == Errno.EINTR) {
+                    continue;
+                }
+                if (n < 0) {
+                    return n;
+                }
+                total += n;
+            }
+            return total;
+        });
+    }
+
+    @Override
+    public boolean unlinkAt(int dirFd, String name) throws ErrnoException {
+        try {
+            invoke("unlink(" + name + ")", (arena, state) -> (int) unlinkat.invokeExact(state, dirFd, arena.allocateFrom(name), 0));
+            return true;
         } catch (ErrnoException e) {
+            if (e.errno() == Errno.ENOENT) {
+                return false;
+            }
             throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("fstat downcall failed", t);
         }
     }
 
     @Override
-    public FileId stat(String path) throws ErrnoException {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(callState);
-            MemorySegment buf = arena.allocate(STAT_SIZE, 8);
-            int rc = (int) stat.invokeExact(state, arena.allocateFrom(path), buf);
-            if (rc != 0) {
-                throw failure("stat(" + path + ")", state);
-            }
-            return idOf(buf);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("stat downcall failed", t);
-        }
+    public void renameAt(int dirFd, String from, String to) throws ErrnoException {
+        invoke("rename(" + from + ", " + to + ")", (arena, state) ->
+                (int) renameat.invokeExact(state, dirFd, arena.allocateFrom(from), dirFd, arena.allocateFrom(to)));
+    }
+
+    @Override
+    public RecordLock conflictingRecordLock(int fd, long start, long length) throws ErrnoException {
+        short[] type = new short[1];
+        invoke("fcntl(F_GETLK)", (arena, state) -> {
+            MemorySegment query = arena.allocate(FLOCK);
+            query.set(ValueLayout.JAVA_SHORT, L_TYPE, F_WRLCK);
+            query.set(ValueLayout.JAVA_SHORT, L_WHENCE, SEEK_SET);
+            query.set(LONG, L_START, start);
+            query.set(LONG, L_LEN, length);
+            int rc = (int) fcntl.invokeExact(state, fd, F_GETLK, query);
+            type[0] = query.get(ValueLayout.JAVA_SHORT, L_TYPE);
+            return rc;
+        });
+        return switch (type[0]) {
+            case F_RDLCK -> RecordLock.READ;
+            case F_WRLCK -> RecordLock.WRITE;
+            default -> RecordLock.NONE;
+        };
     }
 
     @Override
     public boolean kill(long pid, int signal) throws ErrnoException {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(callState);
-            int rc = (int) kill.invokeExact(state, Math.toIntExact(pid), signal);
-            if (rc == 0) {
-                return true;
-            }
-            if (errno(state) == Errno.ESRCH) {
+        try {
+            invoke("kill(" + pid + ", " + signal + ")", (arena, state) -> (int) kill.invokeExact(state, Math.toIntExact(pid), signal));
+            return true;
+        } catch (ErrnoException e) {
+            if (e.errno() == Errno.ESRCH) {
                 return false;
             }
-            throw failure("kill(" + pid + ", " + signal + ")", state);
-        } catch (ErrnoException e) {
             throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("kill downcall failed", t);
         }
     }
 
-    private static FileId idOf(MemorySegment buf) {
-        return new FileId(buf.get(ValueLayout.JAVA_LONG, ST_DEV_OFFSET), buf.get(ValueLayout.JAVA_LONG, ST_INO_OFFSET));
+    private static FileStat statOf(MemorySegment buf) {
+        return new FileStat(new FileId(buf.get(LONG, ST_DEV_OFFSET), buf.get(LONG, ST_INO_OFFSET)),
+                buf.get(INT, ST_MODE_OFFSET), buf.get(LONG, ST_SIZE_OFFSET));
     }
 
     private int errno(MemorySegment state) {

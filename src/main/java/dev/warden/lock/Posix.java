@@ -1,26 +1,59 @@
 package dev.warden.lock;
 
+import java.io.IOException;
+
 /**
- * The few libc calls warden's locks are made of. One implementation ({@link NativePosix}) reaches
- * libc through the FFM API; tests pass fakes to reach error paths no local filesystem produces.
+ * The few libc calls warden's locks and its reads of the shared volume are made of. One
+ * implementation ({@link NativePosix}) reaches libc through the FFM API; tests pass fakes to reach
+ * error paths no local filesystem produces.
+ *
+ * <p>Every open is relative to a directory descriptor, never follows a symbolic link in its last
+ * component, never blocks on a FIFO and never leaks into a child process: a neighbour on the volume
+ * can swap any name for a link or a FIFO between a check and a use.
  */
 public interface Posix {
 
-    /**
-     * Opens a lock file for reading and writing, never following a symbolic link and never
-     * leaking the descriptor into a child process; creates it (mode 0666 less the umask) when
-     * {@code create} is set.
-     */
-    int openLockFile(String path, boolean create) throws ErrnoException;
+    /** The working directory as a directory descriptor, for {@link #openAt} with an absolute path. */
+    int AT_FDCWD = -100;
+
+    /** How {@link #openAt} opens a file. */
+    enum Open {
+        /** Read only: a record, a marker, a header. */
+        READ,
+        /** Read and write, never created: a lock file warden looks at or waits on. */
+        READ_WRITE,
+        /** Read and write, created (mode 0666 less the umask, as filelock creates it) when missing. */
+        READ_WRITE_CREATE,
+        /** Write only, created, and refused if the name exists at all (even as a dangling link). */
+        CREATE_NEW,
+        /** A directory, to open names relative to. */
+        DIRECTORY
+    }
+
+    /** {@code openat(dirFd, name, how | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)}. */
+    int openAt(int dirFd, String name, Open how) throws ErrnoException;
 
     /** {@code flock(fd, LOCK_EX | LOCK_NB)} when {@code wait} is false, {@code LOCK_EX} otherwise. */
     void lockExclusive(int fd, boolean wait) throws ErrnoException;
 
     void close(int fd);
 
-    FileId fstat(int fd) throws ErrnoException;
+    FileStat fstat(int fd) throws ErrnoException;
 
-    FileId stat(String path) throws ErrnoException;
+    /** {@code fstatat(dirFd, name, AT_SYMLINK_NOFOLLOW)}: a link is reported as a link, never followed. */
+    FileStat statAt(int dirFd, String name) throws ErrnoException;
+
+    /** Reads from {@code fd} until end of file or until {@code max} bytes are read, whichever comes first. */
+    byte[] read(int fd, int max) throws ErrnoException;
+
+    /** Writes all of {@code bytes} to {@code fd}. */
+    void write(int fd, byte[] bytes) throws ErrnoException;
+
+    /** {@code unlinkat(dirFd, name, 0)}; false when there was no such name. */
+    boolean unlinkAt(int dirFd, String name) throws ErrnoException;
+
+    /** {@code renameat(dirFd, from, dirFd, to)}: atomically replaces {@code to}. */
+    void renameAt(int dirFd, String from, String to) throws ErrnoException;
 
     /**
      * {@code kill(pid, signal)}; a negative pid names a process group, as in kill(2).
@@ -28,12 +61,6 @@ public interface Posix {
      * @return false when no such process or group exists (ESRCH)
      */
     boolean kill(long pid, int signal) throws ErrnoException;
-
-    /**
-     * Opens an existing file to look at the record locks on it: read-write (the look asks about a
-     * write lock), never created, never through a symbolic link, never blocking on a FIFO.
-     */
-    int openExisting(String path) throws ErrnoException;
 
     /**
      * {@code fcntl(F_GETLK)}: which record lock of another process would stop this one from taking
@@ -47,7 +74,7 @@ public interface Posix {
     }
 
     /** A libc call that failed, with the errno it left behind. */
-    final class ErrnoException extends Exception {
+    final class ErrnoException extends IOException {
         private final int errno;
 
         public ErrnoException(String call, int errno, String description) {

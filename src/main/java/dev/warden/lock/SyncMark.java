@@ -1,7 +1,7 @@
 package dev.warden.lock;
 
 import java.io.IOException;
-import java.nio.file.Files;
+import java.nio.file.FileSystemException;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -9,7 +9,9 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Optional;
+import java.util.Properties;
 import java.util.UUID;
 
 /**
@@ -21,6 +23,10 @@ import java.util.UUID;
  */
 public class SyncMark {
 
+    /** sqlite3_open_v2's flags: read-write, created when missing, and never through a symbolic link. */
+    private static final int SQLITE_OPEN_READWRITE = 0x2;
+    private static final int SQLITE_OPEN_CREATE = 0x4;
+    private static final int SQLITE_OPEN_NOFOLLOW = 0x01000000;
     /** SQLite's "database is locked" and "table is locked" result codes: another holder. */
     private static final int SQLITE_BUSY = 5;
     private static final int SQLITE_LOCKED = 6;
@@ -48,18 +54,6 @@ public class SyncMark {
     /** The first bytes of every SQLite database; a new, empty file is one too. */
     private static final byte[] SQLITE_HEADER = "SQLite format 3\0".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
-    private static boolean looksLikeADatabase(Path file) {
-        if (!Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            return !Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS);
-        }
-        try (var in = Files.newInputStream(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            byte[] head = in.readNBytes(SQLITE_HEADER.length);
-            return head.length == 0 || java.util.Arrays.equals(head, SQLITE_HEADER);
-        } catch (IOException e) {
-            return false;
-        }
-    }
-
     /** Who holds the mark, as {@link #holders(Path)} sees it. */
     public enum Holders {
         NOBODY, READERS, WRITER
@@ -74,20 +68,23 @@ public class SyncMark {
      * @throws Unlockable when the file cannot be opened (a link, a directory) or asked about
      */
     public Holders holders(Path file) throws Unlockable {
-        if (!looksLikeADatabase(file)) {
-            throw new Unlockable(file + " is not a database (no SQLite header), so no sync can be marked on it and lilbee"
-                    + " refuses every reset. Stop every lilbee process and delete " + file + ".", null);
-        }
         int fd;
-        try {
-            fd = posix.openExisting(file.toString());
+        try (CheckedDir dir = CheckedDir.open(posix, file.toAbsolutePath().getParent())) {
+            fd = dir.open(file.getFileName().toString(), Posix.Open.READ_WRITE);
         } catch (Posix.ErrnoException e) {
             if (e.errno() == Errno.ENOENT) {
                 return Holders.NOBODY;
             }
             throw new Unlockable("Cannot look at " + file + ": " + e.getMessage(), null);
+        } catch (IOException e) {
+            throw new Unlockable("Cannot look at " + file + ": " + reason(e), null);
         }
         try {
+            byte[] head = posix.read(fd, SQLITE_HEADER.length);
+            if (head.length != 0 && !Arrays.equals(head, SQLITE_HEADER)) {
+                throw new Unlockable(file + " is not a database (no SQLite header), so no sync can be marked on it and"
+                        + " lilbee refuses every reset. Stop every lilbee process and delete " + file + ".", null);
+            }
             return switch (posix.conflictingRecordLock(fd, SHARED_FIRST, SHARED_SIZE)) {
                 case NONE -> Holders.NOBODY;
                 case READ -> Holders.READERS;
@@ -98,6 +95,27 @@ public class SyncMark {
         } finally {
             posix.close(fd);
         }
+    }
+
+    /**
+     * Refuses a FIFO SQLite would block on reading and a link on the way to the file (SQLite refuses a
+     * link at the file itself, {@code SQLITE_OPEN_NOFOLLOW}). Only a stat: opening and closing the file
+     * here would drop the record locks of a mark this process already holds on it.
+     */
+    private void checkRegularOrAbsent(Path file) throws Unlockable {
+        try (CheckedDir dir = CheckedDir.open(posix, file.toAbsolutePath().getParent())) {
+            Optional<FileStat> stat = dir.stat(file.getFileName().toString());
+            if (stat.isPresent() && !stat.get().isRegularFile()) {
+                throw new Unlockable(file + " is " + stat.get().type() + ", not a database. Remove it; lilbee creates it"
+                        + " again.", null);
+            }
+        } catch (IOException e) {
+            throw new Unlockable(file + " cannot be opened (" + reason(e) + ")", e);
+        }
+    }
+
+    private static String reason(IOException e) {
+        return e instanceof FileSystemException f && f.getReason() != null ? "it " + f.getReason() : e.toString();
     }
 
     /** A held mark; closing rolls the transaction back and closes its connection. Closing twice is harmless. */
@@ -202,20 +220,23 @@ public class SyncMark {
         } catch (Busy | Unlockable e) {
             return Optional.of(e.getMessage());
         } finally {
-            for (String suffix : new String[] {"", "-journal", "-wal", "-shm"}) {
-                try {
-                    Files.deleteIfExists(probe.resolveSibling(probe.getFileName() + suffix));
-                } catch (IOException e) {
-                    // a probe that cannot be deleted is reported by the caller's next look
+            try (CheckedDir checked = CheckedDir.open(posix, dir)) {
+                for (String suffix : new String[] {"", "-journal", "-wal", "-shm"}) {
+                    checked.delete(probe.getFileName() + suffix);
                 }
+            } catch (IOException e) {
+                // a probe that cannot be deleted is reported by the caller's next look
             }
         }
     }
 
-    private static Connection open(Path file, Duration busyTimeout, String busyMessage) throws Busy, Unlockable {
+    private Connection open(Path file, Duration busyTimeout, String busyMessage) throws Busy, Unlockable {
+        checkRegularOrAbsent(file);
         Connection connection;
+        Properties mode = new Properties();
+        mode.setProperty("open_mode", Integer.toString(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW));
         try {
-            connection = DriverManager.getConnection("jdbc:sqlite:" + file);
+            connection = DriverManager.getConnection("jdbc:sqlite:" + file, mode);
         } catch (SQLException e) {
             throw new Unlockable(file + " cannot be opened (" + e.getMessage() + ")", e);
         }

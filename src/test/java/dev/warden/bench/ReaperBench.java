@@ -84,7 +84,7 @@ class ReaperBench {
                 "--engine-dir", dir.resolve("engine").toString())) {
             warden.awaitStatus("/q/health/ready", 200);
             HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-            String base = "http://127.0.0.1:" + warden.port();
+            String base = "http://127.0.0.1:" + warden.managementPort();
             for (String probe : List.of("/q/health/ready", "/q/health/live")) {
                 load(http, URI.create(base + probe), probe, WARM_UP); // JIT and connection pool warm-up, not reported
                 rows.add(load(http, URI.create(base + probe), probe, LOAD));

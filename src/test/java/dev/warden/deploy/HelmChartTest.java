@@ -53,6 +53,32 @@ class HelmChartTest {
     void everyCiValuesFileRendersAPodThatHonoursTheProtocol(Path values) throws IOException {
         List<JsonNode> objects = render(values);
         PodChecks.assertHonoursTheProtocol(kind(objects, "Deployment"));
+        PodChecks.assertAdmitsOnlyTheEngineFromAnyone(kind(objects, "NetworkPolicy"), kind(objects, "Deployment"));
+    }
+
+    @Test
+    void theEngineKeyIsAMountedSecretFile() throws IOException {
+        JsonNode pod = kind(render(CHART.resolve("ci/classic-sidecar-values.yaml")), "Deployment").at("/spec/template/spec");
+        JsonNode warden = container(pod, "containers", "warden");
+        assertTrue(warden.path("env").toString().contains(
+                "{\"name\":\"WARDEN_ENGINE_API_KEY_FILE\",\"value\":\"/var/run/secrets/warden-engine/api-key\"}"), warden.toString());
+        assertTrue(warden.path("volumeMounts").toString().contains("\"mountPath\":\"/var/run/secrets/warden-engine\""), warden.toString());
+        assertTrue(pod.path("volumes").toString().contains("\"secretName\":\"llama-swap-keys\""), pod.toString());
+    }
+
+    @Test
+    void theNetworkPolicyAdmitsTheApiAndMetricsOnlyFromNamedPeersAndCanBeTurnedOff(@TempDir Path dir) throws IOException {
+        Path peers = Files.writeString(dir.resolve("peers.yaml"), """
+                networkPolicy:
+                  apiFrom: [{podSelector: {matchLabels: {app: ops}}}]
+                  metricsFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]
+                """);
+        JsonNode policy = kind(render(peers), "NetworkPolicy");
+        String rules = policy.at("/spec/ingress").toString();
+        assertTrue(rules.contains("{\"from\":[{\"podSelector\":{\"matchLabels\":{\"app\":\"ops\"}}}],\"ports\":[{\"port\":9095,"), rules);
+        assertTrue(rules.contains("\"kubernetes.io/metadata.name\":\"monitoring\"}}}],\"ports\":[{\"port\":9096,"), rules);
+        Path off = Files.writeString(dir.resolve("off.yaml"), "networkPolicy:\n  enabled: false\n");
+        assertTrue(kind(render(off), "NetworkPolicy").isMissingNode());
     }
 
     @Test

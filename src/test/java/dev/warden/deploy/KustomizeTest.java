@@ -36,6 +36,7 @@ class KustomizeTest {
     void eachOverlayBuildsAPodThatHonoursTheProtocol(String overlay) throws Exception {
         List<JsonNode> objects = PodChecks.objects(kustomize(overlay));
         PodChecks.assertHonoursTheProtocol(PodChecks.kind(objects, "Deployment"));
+        PodChecks.assertAdmitsOnlyTheEngineFromAnyone(PodChecks.kind(objects, "NetworkPolicy"), PodChecks.kind(objects, "Deployment"));
         assertFalse(PodChecks.kind(objects, "Service").isMissingNode());
         JsonNode shared = PodChecks.kind(objects, "Deployment").at("/spec/template/spec/volumes/0");
         assertEquals("shared", shared.path("name").asText());

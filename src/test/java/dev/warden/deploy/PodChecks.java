@@ -48,6 +48,24 @@ final class PodChecks {
         return MissingNode.getInstance();
     }
 
+    /**
+     * The NetworkPolicy selects the Deployment's pods and admits, from anyone, only llama-swap's port:
+     * warden's API and management ports are reached only from named peers.
+     */
+    static void assertAdmitsOnlyTheEngineFromAnyone(JsonNode policy, JsonNode deployment) {
+        assertFalse(policy.isMissingNode(), "a NetworkPolicy is rendered");
+        JsonNode podLabels = deployment.at("/spec/template/metadata/labels");
+        policy.at("/spec/podSelector/matchLabels").properties().forEach(label ->
+                assertEquals(label.getValue().asText(), podLabels.path(label.getKey()).asText(), "selects the pods: " + label));
+        assertEquals("[\"Ingress\"]", policy.at("/spec/policyTypes").toString());
+        for (JsonNode rule : policy.at("/spec/ingress")) {
+            if (!rule.has("from") || rule.path("from").isEmpty()) {
+                assertEquals(1, rule.path("ports").size(), rule.toString());
+                assertEquals(8080, rule.at("/ports/0/port").asInt(), "only the engine's port is open to anyone: " + rule);
+            }
+        }
+    }
+
     static void assertHonoursTheProtocol(JsonNode deployment) {
         assertEquals("Recreate", deployment.at("/spec/strategy/type").asText(), "a surge pod could never be ready");
         JsonNode pod = deployment.at("/spec/template/spec");
@@ -63,6 +81,21 @@ final class PodChecks {
         assertEquals("/q/health/live", warden.at("/livenessProbe/httpGet/path").asText(), "liveness never on the lock");
         assertEquals("/q/health/ready", warden.at("/readinessProbe/httpGet/path").asText());
         assertEquals("/q/health/started", warden.at("/startupProbe/httpGet/path").asText());
+        assertFalse(pod.path("automountServiceAccountToken").asBoolean(true), "no API token in a pod that needs none");
+        int management = -1;
+        for (JsonNode port : warden.path("ports")) {
+            if ("management".equals(port.path("name").asText())) {
+                management = port.path("containerPort").asInt();
+            }
+        }
+        assertTrue(management > 0, "the management port is declared: " + warden.path("ports"));
+        for (String probe : List.of("livenessProbe", "readinessProbe", "startupProbe")) {
+            JsonNode port = warden.at("/" + probe + "/httpGet/port");
+            assertTrue(port.isInt() && port.asInt() == management, probe + " on the management port, by number: " + port);
+        }
+        for (JsonNode env : warden.path("env")) {
+            assertFalse(env.path("name").asText().equals("WARDEN_ENGINE_API_KEY"), "the engine key is a mounted file, never env");
+        }
         for (JsonNode container : List.of(warden, container(pod, "containers", "llama-swap"))) {
             if (container.isMissingNode()) {
                 continue;

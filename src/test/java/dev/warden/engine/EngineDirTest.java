@@ -1,7 +1,10 @@
 package dev.warden.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.warden.testing.Swapper;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -28,6 +31,22 @@ class EngineDirTest {
 
     private void marker(String token, String content) throws Exception {
         Files.writeString(dir.usersDir().resolve(token + ".keep-warm"), content);
+    }
+
+    @Test
+    void aMarkerSwappedForAFifoInALoopNeverBlocksAPass() throws Exception {
+        // Finding 5: a FIFO swapped in between the listing and the open blocked the reaper in open() for good.
+        try (Swapper neighbour = Swapper.start(dir.usersDir(), "a.keep-warm", "7")) {
+            assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+                // Until both outcomes were seen often: the race was run, not just the loop.
+                int[] seen = new int[2];
+                while (seen[0] < 300 || seen[1] < 300) {
+                    Duration idle = dir.keepWarmIdle(UNSET).orElseThrow();
+                    assertTrue(idle.equals(UNSET) || idle.equals(Duration.ofMinutes(7)), idle.toString());
+                    seen[idle.equals(UNSET) ? 0 : 1]++;
+                }
+            });
+        }
     }
 
     @Test

@@ -2,9 +2,11 @@ package dev.warden.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.warden.testing.Swapper;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -92,6 +94,59 @@ class EngineRecordsTest {
         assertEquals(List.of(), scan.records());
         for (EngineRecords.Unreadable bad : scan.unreadable()) {
             assertFalse(bad.reason().contains("s3cr3t"), bad.reason());
+        }
+    }
+
+    @Test
+    void aRecordSwappedForAFifoInALoopNeverBlocksAPass() throws Exception {
+        // Finding 5: a FIFO swapped in between the listing and the open blocked the reaper in open() for good.
+        try (Swapper neighbour = Swapper.start(dir, "llama-swap.state.a.1.json", "{\"pid\": 7}")) {
+            assertTimeoutPreemptively(java.time.Duration.ofSeconds(60), () -> {
+                // Until both outcomes were seen often: the race was run, not just the loop.
+                int[] seen = new int[2];
+                while (seen[0] < 300 || seen[1] < 300) {
+                    List<EngineRecord> found = read();
+                    found.forEach(record -> assertEquals(7, record.pid()));
+                    seen[found.size()]++;
+                }
+            });
+        }
+    }
+
+    @Test
+    void aNeighbourMakingBadRecordsByTheThousandCannotFloodTheLog() throws Exception {
+        java.util.List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                warnings.add(record.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        java.util.logging.Logger logger = java.util.logging.Logger.getLogger(EngineRecords.class.getName());
+        logger.addHandler(capture);
+        try {
+            java.nio.file.attribute.FileTime old = java.nio.file.attribute.FileTime.from(java.time.Instant.now().minusSeconds(60));
+            for (int i = 0; i < 1000; i++) {
+                Files.setLastModifiedTime(Files.writeString(dir.resolve("llama-swap.state.g." + i + ".json"), "{"), old);
+            }
+            read();
+            assertEquals(4, warnings.size(), "three by name and one count: " + warnings);
+            assertTrue(warnings.getLast().contains("997 more files"), warnings.getLast());
+            read();
+            // rewritten with the same fault: not news
+            Files.setLastModifiedTime(Files.writeString(dir.resolve("llama-swap.state.g.1.json"), "{"), old);
+            read();
+            assertEquals(4, warnings.size(), "nothing new to say: " + warnings);
+        } finally {
+            logger.removeHandler(capture);
         }
     }
 

@@ -9,7 +9,10 @@ import dev.warden.config.LilbeePaths;
 import dev.warden.hold.LockKeeper;
 import dev.warden.testing.Await;
 import dev.warden.testing.Peer;
+import io.quarkus.test.common.http.TestHTTPResource;
 import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.specification.RequestSpecification;
+import java.net.URL;
 import jakarta.inject.Inject;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,6 +28,32 @@ class HealthProbesTest {
     @Inject
     LockKeeper keeper;
 
+    /** Probes and metrics are on the management interface, a port of their own. */
+    @TestHTTPResource(value = "/", management = true)
+    URL management;
+
+    @TestHTTPResource("/")
+    URL api;
+
+    private RequestSpecification probe() {
+        return given().baseUri(origin(management));
+    }
+
+    /** The injected management URL ends in its root path, /q/; the probes' paths carry it themselves. */
+    private static String origin(URL url) {
+        return url.getProtocol() + "://" + url.getHost() + ":" + url.getPort();
+    }
+
+    @Test
+    void probesAndMetricsAreServedOnTheManagementPortAndTheApiOnlyOnItsOwn() {
+        probe().when().get("/q/health/live").then().statusCode(200);
+        probe().when().get("/q/metrics").then().statusCode(200);
+        probe().when().get("/api/v1/status").then().statusCode(404);
+        given().baseUri(origin(api)).when().get("/api/v1/status").then().statusCode(200);
+        given().baseUri(origin(api)).when().get("/q/health/live").then().statusCode(404);
+        given().baseUri(origin(api)).when().get("/q/metrics").then().statusCode(404);
+    }
+
     @TempDir
     Path dir;
 
@@ -35,7 +64,7 @@ class HealthProbesTest {
 
     @Test
     void aStandbyIsLiveButNotReadyAndBecomesReadyWhenTheHolderDies() throws Exception {
-        given().when().get("/q/health/ready").then().statusCode(503)
+        probe().when().get("/q/health/ready").then().statusCode(503)
                 .body("checks.find { it.name == 'locks' }.data.state", equalTo("not serving"));
 
         LilbeePaths paths = new LilbeePaths(dir, dir.resolve("data"), dir.resolve("data/lancedb"), Optional.of(dir.resolve("scope")), "test");
@@ -43,31 +72,31 @@ class HealthProbesTest {
         try (Peer holder = Peer.flockHolder(paths.serverLock())) {
             keeper.start(paths, true);
             Await.until("the standby sees the holder", () -> "held-elsewhere".equals(
-                    given().get("/q/health/ready").then().extract().path("checks.find { it.name == 'locks' }.data.'data-dir.state'")));
-            given().when().get("/q/health/ready").then().statusCode(503)
+                    probe().get("/q/health/ready").then().extract().path("checks.find { it.name == 'locks' }.data.'data-dir.state'")));
+            probe().when().get("/q/health/ready").then().statusCode(503)
                     .body("checks.find { it.name == 'locks' }.data.'data-dir.holder-pid'", equalTo((int) holder.pid()))
                     .body("checks.find { it.name == 'locks' }.data.'scope.state'", equalTo("held"));
-            given().when().get("/q/health/live").then().statusCode(200)
+            probe().when().get("/q/health/live").then().statusCode(200)
                     .body("checks.name", hasItem("lock-keeper"));
-            given().when().get("/q/health/started").then().statusCode(503);
-            given().when().get("/q/metrics").then().statusCode(200)
+            probe().when().get("/q/health/started").then().statusCode(503);
+            probe().when().get("/q/metrics").then().statusCode(200)
                     .body(containsString("warden_lock_held{lock=\"data-dir\"} 0.0"))
                     .body(containsString("warden_lock_held{lock=\"scope\"} 1.0"));
 
             holder.kill();
-            Await.until("readiness is UP", () -> given().get("/q/health/ready").statusCode() == 200);
-            given().when().get("/q/health/started").then().statusCode(200);
-            given().when().get("/q/health/ready").then()
+            Await.until("readiness is UP", () -> probe().get("/q/health/ready").statusCode() == 200);
+            probe().when().get("/q/health/started").then().statusCode(200);
+            probe().when().get("/q/health/ready").then()
                     .body("checks.find { it.name == 'locks' }.data.'data-dir.state'", equalTo("held"))
                     .body("checks.find { it.name == 'locks' }.data.'scope.path'",
                             equalTo(dir.toRealPath().resolve("scope/server.scope.lock").toString()));
-            given().when().get("/q/metrics").then()
+            probe().when().get("/q/metrics").then()
                     .body(containsString("warden_lock_held{lock=\"data-dir\"} 1.0"))
                     .body(org.hamcrest.Matchers.matchesPattern("(?s).*warden_lock_last_wait_seconds\\{lock=\"data-dir\"} [0-9.E-]+\n.*"));
         }
         keeper.stop();
-        given().when().get("/q/health/ready").then().statusCode(503)
+        probe().when().get("/q/health/ready").then().statusCode(503)
                 .body("checks.find { it.name == 'locks' }.data.state", equalTo("stopped"));
-        given().when().get("/q/health/live").then().statusCode(200);
+        probe().when().get("/q/health/live").then().statusCode(200);
     }
 }

@@ -41,6 +41,35 @@ class ScopeOwnerFileTest {
     }
 
     @Test
+    void aLinkPlantedAtAnyNameTheWriteMightUseIsNeverWrittenThrough() throws Exception {
+        // Finding 1: the temporary name was built from the pid, and opened following links.
+        Path outside = Files.writeString(dir.resolve("outside"), "precious");
+        Path scope = Files.createDirectory(dir.resolve("scope"));
+        Path owner = scope.resolve("server.scope.owner.json");
+        long pid = ProcessHandle.current().pid();
+        Files.createSymbolicLink(scope.resolve(".server.scope.owner.json." + pid + ".tmp"), outside);
+        owners.write(owner, Path.of("/data/a"), pid);
+        Files.delete(owner);
+        Files.createSymbolicLink(owner, outside);
+        owners.write(owner, Path.of("/data/a"), pid);
+        assertEquals("precious", Files.readString(outside));
+        assertEquals(Optional.of("/data/a"), owners.read(owner).dataDir());
+        assertFalse(Files.isSymbolicLink(owner));
+    }
+
+    @Test
+    void aFifoOrALinkInPlaceOfTheOwnerFileMeansUnknownWithoutBlocking() throws Exception {
+        Path owner = dir.resolve("server.scope.owner.json");
+        dev.warden.testing.Swapper.mkfifo(owner);
+        assertEquals(ScopeOwner.UNKNOWN, org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+                java.time.Duration.ofSeconds(20), () -> owners.read(owner)));
+        Files.delete(owner);
+        Path secret = Files.writeString(dir.resolve("secret"), "{\"data_dir\": \"/secret\"}");
+        Files.createSymbolicLink(owner, secret);
+        assertEquals(ScopeOwner.UNKNOWN, owners.read(owner));
+    }
+
+    @Test
     void aMissingOwnerFileMeansAnUnknownHolder() {
         assertEquals(ScopeOwner.UNKNOWN, owners.read(dir.resolve("server.scope.owner.json")));
     }

@@ -151,6 +151,21 @@ class LibraryLocksTest {
     }
 
     @Test
+    void aSyncLockSwappedForALinkIsNeverOpenedThroughIt() throws Exception {
+        // Finding 12: SQLite followed a symlinked sync.lock, creating and locking a database elsewhere.
+        Path outside = root.resolveSibling(root.getFileName() + "-outside.db");
+        Files.createSymbolicLink(syncLock(), outside);
+        try {
+            assertThrows(ResetRefusedException.class, () -> library.noSyncRunning(root));
+            assertEquals(Optional.empty(), library.syncRunning(root, Duration.ofSeconds(1)), "a sync runs unmarked");
+            assertFalse(Files.exists(outside), "nothing created through the link");
+            assertTrue(library.look(root, root.resolve("lancedb")).error().isPresent());
+        } finally {
+            Files.deleteIfExists(outside);
+        }
+    }
+
+    @Test
     void aFilesystemThatRefusesTheLockRefusesAResetAndLetsASyncRunUnmarked() throws Exception {
         SyncMark refusing = new SyncMark() {
             @Override

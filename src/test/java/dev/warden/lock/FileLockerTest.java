@@ -3,6 +3,7 @@ package dev.warden.lock;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.testing.Await;
@@ -192,7 +193,28 @@ class FileLockerTest {
         Path target = Files.createFile(dir.resolve("elsewhere"));
         Path file = Files.createSymbolicLink(dir.resolve("server.lock"), target);
         LockException e = assertThrows(LockException.class, () -> locker.tryLock(file));
-        assertTrue(e.getMessage().contains(file + " is a symbolic link"), e.getMessage());
+        assertTrue(e.getMessage().contains(file + " or a directory on its way is a symbolic link"), e.getMessage());
+    }
+
+    @Test
+    void aFifoInPlaceOfTheLockFileIsRefusedWithoutBlocking() throws Exception {
+        Path file = dir.resolve("server.lock");
+        dev.warden.testing.Swapper.mkfifo(file);
+        LockException e = assertTimeoutPreemptively(java.time.Duration.ofSeconds(20),
+                () -> assertThrows(LockException.class, () -> locker.lock(file)));
+        assertTrue(e.getMessage().contains(file + " is a FIFO, not a regular file. Remove it"), e.getMessage());
+    }
+
+    @Test
+    void aDataDirSwappedForALinkAfterStartIsNotFollowed() throws Exception {
+        Path elsewhere = Files.createDirectories(dir.resolve("elsewhere"));
+        Path data = dir.resolve("data");
+        Files.createSymbolicLink(data, elsewhere);
+        Files.createDirectory(elsewhere.resolve("sub"));
+        // warden resolved <dir>/data/sub at start; "data" is a link now, so nothing is created through it
+        LockException e = assertThrows(LockException.class, () -> locker.tryLock(data.resolve("sub/server.lock")));
+        assertTrue(e.getMessage().contains("a directory on its way is a symbolic link"), e.getMessage());
+        assertFalse(Files.exists(elsewhere.resolve("sub/server.lock")));
     }
 
     @Test
@@ -252,8 +274,8 @@ class FileLockerTest {
         // stat never finds the file just locked: as if a process deleted the lock file in a loop.
         Posix deleted = new Delegating(new NativePosix()) {
             @Override
-            public FileId stat(String path) throws ErrnoException {
-                throw new ErrnoException("stat(" + path + ")", Errno.ENOENT, "injected");
+            public FileStat statAt(int dirFd, String name) throws ErrnoException {
+                throw new ErrnoException("stat(" + name + ")", Errno.ENOENT, "injected");
             }
         };
         Path lock = dir.resolve("server.lock");
@@ -275,8 +297,11 @@ class FileLockerTest {
     private static Posix failingOpen(int errno) {
         return new Delegating(new NativePosix()) {
             @Override
-            public int openLockFile(String path, boolean create) throws ErrnoException {
-                throw new ErrnoException("open(" + path + ")", errno, "injected");
+            public int openAt(int dirFd, String name, Open how) throws ErrnoException {
+                if (how == Open.DIRECTORY) {
+                    return super.openAt(dirFd, name, how);
+                }
+                throw new ErrnoException("open(" + name + ")", errno, "injected");
             }
         };
     }
@@ -303,8 +328,8 @@ class FileLockerTest {
         }
 
         @Override
-        public int openLockFile(String path, boolean create) throws ErrnoException {
-            return real.openLockFile(path, create);
+        public int openAt(int dirFd, String name, Open how) throws ErrnoException {
+            return real.openAt(dirFd, name, how);
         }
 
         @Override
@@ -318,23 +343,38 @@ class FileLockerTest {
         }
 
         @Override
-        public FileId fstat(int fd) throws ErrnoException {
+        public FileStat fstat(int fd) throws ErrnoException {
             return real.fstat(fd);
         }
 
         @Override
-        public FileId stat(String path) throws ErrnoException {
-            return real.stat(path);
+        public FileStat statAt(int dirFd, String name) throws ErrnoException {
+            return real.statAt(dirFd, name);
+        }
+
+        @Override
+        public byte[] read(int fd, int max) throws ErrnoException {
+            return real.read(fd, max);
+        }
+
+        @Override
+        public void write(int fd, byte[] bytes) throws ErrnoException {
+            real.write(fd, bytes);
+        }
+
+        @Override
+        public boolean unlinkAt(int dirFd, String name) throws ErrnoException {
+            return real.unlinkAt(dirFd, name);
+        }
+
+        @Override
+        public void renameAt(int dirFd, String from, String to) throws ErrnoException {
+            real.renameAt(dirFd, from, to);
         }
 
         @Override
         public boolean kill(long pid, int signal) throws ErrnoException {
             return real.kill(pid, signal);
-        }
-
-        @Override
-        public int openExisting(String path) throws ErrnoException {
-            return real.openExisting(path);
         }
 
         @Override

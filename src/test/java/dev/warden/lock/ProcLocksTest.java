@@ -19,7 +19,7 @@ class ProcLocksTest {
     void theHolderOfAFlockHeldByAnotherProcessIsFound() throws Exception {
         Path file = dir.resolve("server.lock");
         try (Peer holder = Peer.flockHolder(file)) {
-            FileId id = new NativePosix().stat(file.toString());
+            FileId id = new NativePosix().statAt(Posix.AT_FDCWD, file.toString()).id();
             assertEquals(OptionalLong.of(holder.pid()), new ProcLocks().holderOf(id));
         }
     }

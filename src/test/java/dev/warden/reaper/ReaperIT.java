@@ -158,9 +158,11 @@ class ReaperIT {
     void engineActionsOverHttpNeedTheBearerToken() throws Exception {
         Path engine = engineDir().getParent();
         int proxy = FakeEngine.freePort();
-        try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", Integer.toString(proxy));
+        // llama-swap with apiKeys: warden's key comes from a mounted Secret's file, not the environment
+        try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", Integer.toString(proxy), "--api-key", "engine-k3y");
                 Peer user = Peer.flockHolder(engine.resolve("engine-users/lilbee-1.lock"))) {
             llamaSwap.writeRecord(engine, "chat", proxy, List.of());
+            Path engineKey = Files.writeString(dir.resolve("engine-api-key"), "engine-k3y\n");
             try (WardenProcess open = WardenProcess.serve("no-token", "--data-root", dir.resolve("a").toString(),
                     "--engine-dir", engine.toString())) {
                 open.awaitReaper();
@@ -169,7 +171,8 @@ class ReaperIT {
                 assertTrue(refused.body().contains("set warden.api.token"), refused.body());
             }
             Path tokenFile = Files.writeString(dir.resolve("token"), "s3cret\n");
-            try (WardenProcess guarded = WardenProcess.serve("token", List.of("-Dwarden.api.token-file=" + tokenFile),
+            try (WardenProcess guarded = WardenProcess.serve("token", List.of("-Dwarden.api.token-file=" + tokenFile,
+                    "-Dwarden.engine.api-key-file=" + engineKey),
                     "--data-root", dir.resolve("b").toString(), "--engine-dir", engine.toString())) {
                 guarded.awaitReaper();
                 assertEquals(401, guarded.post("/api/v1/engine/unload", null).statusCode());

@@ -1,6 +1,7 @@
 package dev.warden.testing;
 
 import dev.warden.lock.NativePosix;
+import dev.warden.lock.Posix;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -18,7 +19,7 @@ public final class KernelLocks {
     /** Processes blocked waiting for a lock on the file now at {@code file}. */
     public static long blockedWaiters(Path file) {
         try {
-            return count(":" + new NativePosix().stat(file.toString()).inode() + " ");
+            return count(":" + NativePosix.shared().statAt(Posix.AT_FDCWD, file.toString()).id().inode() + " ");
         } catch (Exception e) {
             return 0;
         }
@@ -27,7 +28,7 @@ public final class KernelLocks {
     /** The pids holding (not waiting for) a flock on the file now at {@code file}. */
     public static java.util.Set<Long> flockHolders(Path file) {
         try {
-            String inode = ":" + new NativePosix().stat(file.toString()).inode() + " ";
+            String inode = ":" + NativePosix.shared().statAt(Posix.AT_FDCWD, file.toString()).id().inode() + " ";
             java.util.Set<Long> pids = new java.util.HashSet<>();
             for (String line : Files.readAllLines(Path.of("/proc/locks"))) {
                 String[] fields = line.trim().split("\\s+");

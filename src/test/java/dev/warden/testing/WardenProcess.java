@@ -26,11 +26,13 @@ public final class WardenProcess implements AutoCloseable {
 
     private final Process process;
     private final int port;
+    private final int managementPort;
     private final Path log;
 
-    private WardenProcess(Process process, int port, Path log) {
+    private WardenProcess(Process process, int port, int managementPort, Path log) {
         this.process = process;
         this.port = port;
+        this.managementPort = managementPort;
         this.log = log;
     }
 
@@ -50,16 +52,49 @@ public final class WardenProcess implements AutoCloseable {
      */
     public static WardenProcess serve(String name, java.util.Map<String, String> env, Path cwd, List<String> settings,
             String... args) throws IOException {
+        return start(List.of(), null, name, env, cwd, settings, args);
+    }
+
+    /**
+     * {@code warden serve ARGS} as another user (util-linux setpriv: needs root), with no supplementary
+     * groups, from a copy of the packaged app that user can read (a checkout under /root is not).
+     */
+    public static WardenProcess serveAs(int uid, int gid, Path readableCopy, String name, List<String> settings, String... args)
+            throws IOException {
+        copy(Path.of("target/quarkus-app").toAbsolutePath(), readableCopy);
+        return start(List.of("setpriv", "--reuid=" + uid, "--regid=" + gid, "--clear-groups", "--"),
+                readableCopy.resolve("quarkus-run.jar"), name, java.util.Map.of(), null, settings, args);
+    }
+
+    private static void copy(Path from, Path to) throws IOException {
+        try (var files = Files.walk(from)) {
+            for (Path file : (Iterable<Path>) files::iterator) {
+                Path target = to.resolve(from.relativize(file).toString());
+                if (Files.isDirectory(file)) {
+                    Files.createDirectories(target);
+                } else if (!Files.exists(target)) {
+                    Files.copy(file, target);
+                }
+            }
+        }
+    }
+
+    /** {@code prefix} (setpriv, or nothing), then warden ({@code jar}, or the build's own when null) with its ports, {@code serve ARGS}. */
+    private static WardenProcess start(List<String> prefix, Path jar, String name, java.util.Map<String, String> env, Path cwd,
+            List<String> settings, String... args) throws IOException {
         int port = freePort();
-        List<String> options = new ArrayList<>(List.of("-Dquarkus.http.port=" + port, "-Dquarkus.http.host=127.0.0.1"));
+        int managementPort = freePort();
+        List<String> options = new ArrayList<>(List.of("-Dquarkus.http.port=" + port, "-Dquarkus.http.host=127.0.0.1",
+                "-Dquarkus.management.port=" + managementPort, "-Dquarkus.management.host=127.0.0.1"));
         options.addAll(settings);
-        List<String> command = command(options.toArray(String[]::new));
+        List<String> command = new ArrayList<>(prefix);
+        command.addAll(command(jar, options.toArray(String[]::new)));
         command.add("serve");
         command.addAll(List.of(args));
         Path log = logFile(name);
         ProcessBuilder builder = builder(command, name, env, cwd);
         Process process = builder.redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        return new WardenProcess(process, port, log);
+        return new WardenProcess(process, port, managementPort, log);
     }
 
     /** Runs a one-shot command ({@code status}, {@code serve --no-wait}, ...) to its end. */
@@ -74,7 +109,7 @@ public final class WardenProcess implements AutoCloseable {
 
     /** Runs a one-shot command in {@code cwd} (null: this one) with {@code env} as {@link #run(java.util.Map, String...)}. */
     public static Result run(java.util.Map<String, String> env, Path cwd, String... args) throws IOException, InterruptedException {
-        List<String> command = command();
+        List<String> command = command(null);
         command.addAll(List.of(args));
         ProcessBuilder builder = builder(command, "run", env, cwd);
         // Output to files, not pipes: a hung warden (or a command that outlives it) cannot hang the test.
@@ -125,15 +160,16 @@ public final class WardenProcess implements AutoCloseable {
                 Files.createDirectories(Path.of("target", "it-state", name + "-" + System.nanoTime())).toAbsolutePath().toString());
     }
 
-    /** The packaged warden: the fast-jar, or with -Pnative the native executable (which takes -D settings too). */
-    private static List<String> command(String... jvmOptions) {
+    /** The packaged warden: the fast-jar (or a readable copy of it), or with -Pnative the native executable (which takes -D settings too). */
+    private static List<String> command(Path copiedJar, String... jvmOptions) {
         String runner = System.getProperty("warden.it.native", "");
         if (!runner.isEmpty()) {
             List<String> command = new ArrayList<>(List.of(runner));
             command.addAll(java.util.Arrays.stream(jvmOptions).filter(o -> o.startsWith("-D")).toList());
             return command;
         }
-        String jar = Path.of(System.getProperty("warden.it.jar", "target/quarkus-app/quarkus-run.jar")).toAbsolutePath().toString();
+        String jar = (copiedJar != null ? copiedJar
+                : Path.of(System.getProperty("warden.it.jar", "target/quarkus-app/quarkus-run.jar"))).toAbsolutePath().toString();
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> command = new ArrayList<>(List.of(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1"));
         command.addAll(List.of(jvmOptions));
@@ -157,8 +193,19 @@ public final class WardenProcess implements AutoCloseable {
         return process.pid();
     }
 
+    /** The API's port. */
     public int port() {
         return port;
+    }
+
+    /** The management interface's port: probes and metrics. */
+    public int managementPort() {
+        return managementPort;
+    }
+
+    /** The paths under /q/ (probes, metrics) are served on the management port, the rest on the API's. */
+    private URI uri(String path) {
+        return URI.create("http://127.0.0.1:" + (path.startsWith("/q/") ? managementPort : port) + path);
     }
 
     public Process process() {
@@ -187,7 +234,7 @@ public final class WardenProcess implements AutoCloseable {
 
     /** POSTs to {@code path} with an optional bearer token; returns status and body. */
     public HttpResponse<String> post(String path, String token) throws IOException, InterruptedException {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri(path))
                 .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.noBody());
         if (token != null) {
             request.header("Authorization", "Bearer " + token);
@@ -196,7 +243,7 @@ public final class WardenProcess implements AutoCloseable {
     }
 
     private HttpResponse<String> get(String path) throws IOException, InterruptedException {
-        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+        return HTTP.send(HttpRequest.newBuilder(uri(path))
                 .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
     }
 
