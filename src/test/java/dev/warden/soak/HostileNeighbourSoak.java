@@ -121,6 +121,30 @@ class HostileNeighbourSoak {
         }
     }
 
+    /** Finding 6: the neighbour holds the scope lock and leaves a huge owner file: the standby still takes over. */
+    @Test
+    void aHugeOwnerFileLeftByTheScopeHolderDoesNotStopTheTakeover() throws Exception {
+        Process holder = neighbour("""
+                import fcntl, os, sys
+                scope = sys.argv[1]
+                os.umask(0)
+                fd = os.open(os.path.join(scope, 'server.scope.lock'), os.O_RDWR | os.O_CREAT, 0o666)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                with open(os.path.join(scope, 'server.scope.owner.json'), 'w') as f:
+                    f.write('{"data_dir": "' + 'x' * (64 * 1024 * 1024) + '"}')
+                print('holding', flush=True)
+                sys.stdin.read()
+                """, volume.resolve("scope").toString());
+        assertEquals("holding", new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8)).readLine());
+        try (WardenProcess warden = warden("neighbour-owner-huge", List.of())) {
+            warden.awaitLockData("scope.state", "held-elsewhere");
+            assertEquals(200, warden.status("/q/health/live"));
+            holder.destroyForcibly();
+            warden.awaitStatus("/q/health/ready", 200);
+            assertEquals(200, warden.status("/q/health/live"));
+        }
+    }
+
     /** Finding 2: a record swapped for a link to a file only warden can read, in a loop, while status is asked. */
     @Test
     void aRecordSwappedForALinkNeverLeaksWhatItPointsAt() throws Exception {
