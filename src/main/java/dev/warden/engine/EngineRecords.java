@@ -91,18 +91,19 @@ public final class EngineRecords {
                 }
             }
         } catch (IOException e) {
-            // the dir went away or became a link since it was listed: no record in it is acted on
+            // no dir, or not the one resolved at start (a link now): no record in it is acted on
         }
         return new Scan(records, unreadable);
     }
 
     /**
      * Warns of each file that is not a record once, and again only if the reason changes; at most
-     * {@link #WARNINGS_PER_PASS} by name in one pass, the rest counted: a neighbour who makes files
-     * by the thousand, or rewrites one every second, cannot flood the log.
+     * {@link #WARNINGS_PER_PASS} by name in one pass and the rest counted, to be named in the passes
+     * after: a neighbour who makes files by the thousand, or rewrites one every second, cannot flood
+     * the log, and every file is still named once.
      */
     private void report(List<Unreadable> unreadable) {
-        Map<Path, String> now = new HashMap<>();
+        Map<Path, String> named = new HashMap<>();
         int told = 0;
         int untold = 0;
         for (Unreadable bad : unreadable) {
@@ -114,24 +115,24 @@ public final class EngineRecords {
             } catch (IOException e) {
                 continue;
             }
-            now.put(bad.file(), bad.reason());
-            if (bad.reason().equals(reported.get(bad.file()))) {
-                continue;
+            if (!bad.reason().equals(reported.get(bad.file()))) {
+                if (told == WARNINGS_PER_PASS) {
+                    untold++;
+                    continue;
+                }
+                told++;
+                LOG.warnf("Engine record %s is not a record (%s). warden leaves it in place and acts on no engine for"
+                        + " it; lilbee replaces it when that engine starts again. Delete it if no llama-swap of that"
+                        + " group runs.", bad.file(), bad.reason());
             }
-            if (told == WARNINGS_PER_PASS) {
-                untold++;
-                continue;
-            }
-            told++;
-            LOG.warnf("Engine record %s is not a record (%s). warden leaves it in place and acts on no engine for"
-                    + " it; lilbee replaces it when that engine starts again. Delete it if no llama-swap of that"
-                    + " group runs.", bad.file(), bad.reason());
+            named.put(bad.file(), bad.reason());
         }
         if (untold > 0) {
-            LOG.warnf("%d more files named like engine records are not records either; `warden status` lists them all.", untold);
+            LOG.warnf("%d more files named like engine records are not records either: named a few a pass, and"
+                    + " `warden status` lists them all.", untold);
         }
-        reported.keySet().retainAll(now.keySet());
-        reported.putAll(now);
+        reported.clear();
+        reported.putAll(named);
     }
 
     /** Parses one record file, or says why it is not one. */
