@@ -1,6 +1,7 @@
 package dev.warden.engine;
 
 import dev.warden.config.WardenConfig;
+import dev.warden.lock.CheckedDir;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
@@ -111,7 +112,7 @@ public class EngineActions {
 
     private HeldLock buildLock(EngineDir dir) throws BuildLockBusy, LockException {
         try {
-            java.nio.file.Files.createDirectories(dir.root());
+            CheckedDir.createDirectories(dir.root());
         } catch (java.io.IOException e) {
             throw new LockException("Cannot create the engine dir " + dir.root() + " (" + e + ")", e);
         }

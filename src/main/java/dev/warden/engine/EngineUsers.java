@@ -6,7 +6,6 @@ import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
 import dev.warden.lock.LockProbe;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -60,7 +59,7 @@ public class EngineUsers {
             throw new IllegalArgumentException("An engine user id is letters, digits, '.', '_' and '-', got '" + id + "'");
         }
         try {
-            Files.createDirectories(dir.usersDir());
+            CheckedDir.createDirectories(dir.usersDir());
         } catch (IOException e) {
             throw new LockException("Cannot create " + dir.usersDir() + " (" + e + "): check the engine dir's volume.", e);
         }

@@ -2,6 +2,7 @@ package dev.warden.hold;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
+import dev.warden.lock.CheckedDir;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
@@ -11,7 +12,6 @@ import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -409,7 +409,7 @@ public class LockKeeper {
 
     private static void createParent(Path lockFile) throws LockException {
         try {
-            Files.createDirectories(lockFile.getParent());
+            CheckedDir.createDirectories(lockFile.getParent());
         } catch (IOException e) {
             throw new LockException("Cannot create " + lockFile.getParent() + " (" + e + "): warden needs it to hold "
                     + lockFile.getFileName() + ". Check the volume and its permissions.", e);

@@ -1,5 +1,6 @@
 package dev.warden.library;
 
+import dev.warden.lock.CheckedDir;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
@@ -7,7 +8,6 @@ import dev.warden.lock.SyncMark;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
@@ -107,7 +107,7 @@ public class LibraryLocks {
     /** Creates the data root and probes that its filesystem can lock; empty when it can. */
     private Optional<String> lockable(Path dataRoot) {
         try {
-            Files.createDirectories(dataRoot);
+            CheckedDir.createDirectories(dataRoot);
         } catch (IOException e) {
             return Optional.of("cannot create " + dataRoot + ": " + e);
         }
@@ -122,7 +122,7 @@ public class LibraryLocks {
     public WriteHold writeLock(Path lancedbDir, Duration timeout) throws LockTimeoutException, LockException {
         long deadline = System.nanoTime() + timeout.toNanos();
         try {
-            Files.createDirectories(lancedbDir);
+            CheckedDir.createDirectories(lancedbDir);
         } catch (IOException e) {
             throw new LockException("Cannot create " + lancedbDir + " (" + e + "): check the data volume.", e);
         }

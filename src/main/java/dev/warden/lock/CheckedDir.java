@@ -1,9 +1,12 @@
 package dev.warden.lock;
 
 import java.io.IOException;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -56,6 +59,49 @@ public final class CheckedDir implements AutoCloseable {
             throw e;
         }
         return new CheckedDir(posix, expected, fd);
+    }
+
+    /**
+     * Creates {@code dir} and its missing parents, as {@code Files.createDirectories} does, but each
+     * new directory with {@code mkdirat} in its checked parent: nothing is created through a directory
+     * swapped for a link since warden resolved the path. An existing {@code dir} is checked as {@link #open}
+     * checks it. Failures are the exceptions {@code Files.createDirectories} throws, naming the path.
+     */
+    public static void createDirectories(Path dir) throws IOException {
+        Path target = dir.toAbsolutePath().normalize();
+        Path existing = target;
+        List<String> missing = new ArrayList<>();
+        while (existing.getParent() != null && !Files.exists(existing, LinkOption.NOFOLLOW_LINKS)) {
+            missing.addFirst(existing.getFileName().toString());
+            existing = existing.getParent();
+        }
+        Path at = existing;
+        try {
+            CheckedDir current = open(existing);
+            try {
+                for (String name : missing) {
+                    at = at.resolve(name);
+                    try {
+                        current.posix.mkdirAt(current.fd, name);
+                    } catch (Posix.ErrnoException e) {
+                        if (e.errno() != Errno.EEXIST) {
+                            throw e;
+                        }
+                    }
+                    CheckedDir next = current.child(name);
+                    current.close();
+                    current = next;
+                }
+            } finally {
+                current.close();
+            }
+        } catch (Posix.ErrnoException e) {
+            throw switch (e.errno()) {
+                case Errno.EACCES, Errno.EPERM -> new AccessDeniedException(at.toString());
+                case Errno.ENOENT -> new NoSuchFileException(at.toString());
+                default -> new FileSystemException(at.toString(), null, e.getMessage());
+            };
+        }
     }
 
     public Path path() {

@@ -9,6 +9,7 @@ public final class Errno {
     public static final int EAGAIN = 11;
     public static final int EWOULDBLOCK = EAGAIN;
     public static final int EACCES = 13;
+    public static final int EEXIST = 17;
     public static final int ENOTDIR = 20;
     public static final int EISDIR = 21;
     public static final int EROFS = 30;

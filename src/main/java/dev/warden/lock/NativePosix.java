@@ -44,6 +44,7 @@ public final class NativePosix implements Posix {
     private static final int LOCK_NB = 4;
     /** Mode for a new file, as filelock creates its locks: anyone may lock it, the umask decides. */
     private static final int NEW_FILE_MODE = 0666;
+    private static final int NEW_DIR_MODE = 0777;
     /** struct stat is 144 bytes on x86_64 and 128 on aarch64; st_dev, st_ino and st_size sit alike. */
     private static final long STAT_SIZE = 256;
     private static final long ST_DEV_OFFSET = 0;
@@ -75,6 +76,7 @@ public final class NativePosix implements Posix {
     private final MethodHandle read;
     private final MethodHandle write;
     private final MethodHandle unlinkat;
+    private final MethodHandle mkdirat;
     private final MethodHandle renameat;
     private final MethodHandle strerror;
     private final MethodHandle kill;
@@ -94,6 +96,7 @@ public final class NativePosix implements Posix {
             new Downcall("read", FunctionDescriptor.of(LONG, INT, ValueLayout.ADDRESS, LONG), true, -1),
             new Downcall("write", FunctionDescriptor.of(LONG, INT, ValueLayout.ADDRESS, LONG), true, -1),
             new Downcall("unlinkat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT), true, -1),
+            new Downcall("mkdirat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT), true, -1),
             new Downcall("renameat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT, ValueLayout.ADDRESS), true, -1),
             new Downcall("kill", FunctionDescriptor.of(INT, INT, INT), true, -1),
             new Downcall("fcntl", FunctionDescriptor.of(INT, INT, INT, ValueLayout.ADDRESS), true, 2),
@@ -144,6 +147,7 @@ public final class NativePosix implements Posix {
         read = linked.get("read");
         write = linked.get("write");
         unlinkat = linked.get("unlinkat");
+        mkdirat = linked.get("mkdirat");
         renameat = linked.get("renameat");
         kill = linked.get("kill");
         strerror = linked.get("strerror");
@@ -288,6 +292,11 @@ public final class NativePosix implements Posix {
             }
             throw e;
         }
+    }
+
+    @Override
+    public void mkdirAt(int dirFd, String name) throws ErrnoException {
+        invoke("mkdir(" + name + ")", (arena, state) -> (int) mkdirat.invokeExact(state, dirFd, arena.allocateFrom(name), NEW_DIR_MODE));
     }
 
     @Override

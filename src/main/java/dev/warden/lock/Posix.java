@@ -52,6 +52,9 @@ public interface Posix {
     /** {@code unlinkat(dirFd, name, 0)}; false when there was no such name. */
     boolean unlinkAt(int dirFd, String name) throws ErrnoException;
 
+    /** {@code mkdirat(dirFd, name, 0777)}: a directory, its mode the umask's to decide. */
+    void mkdirAt(int dirFd, String name) throws ErrnoException;
+
     /** {@code renameat(dirFd, from, dirFd, to)}: atomically replaces {@code to}. */
     void renameAt(int dirFd, String from, String to) throws ErrnoException;
 

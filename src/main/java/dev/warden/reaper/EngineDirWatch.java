@@ -7,6 +7,7 @@ import dev.warden.engine.EngineIdentity;
 import dev.warden.engine.EngineRecord;
 import dev.warden.engine.EngineRecords;
 import dev.warden.engine.EngineUsers;
+import dev.warden.lock.CheckedDir;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
@@ -175,7 +176,7 @@ final class EngineDirWatch {
         Path lock = dir().reaperLock(lockName);
         try {
             if (entry.isSlot()) {
-                Files.createDirectories(root);
+                CheckedDir.createDirectories(root);
             }
             // Only the slot is claimed before lilbee uses it: the others (the data dir among them) get no
             // reaper or build lock file of warden's until lilbee records an engine or a user there.

@@ -119,6 +119,24 @@ class CheckedDirTest {
     }
 
     @Test
+    void createDirectoriesMakesWhatIsMissingAndNothingThroughALinkSwappedIn() throws Exception {
+        Path nested = root.resolve("volume/data/engine/engine-users");
+        CheckedDir.createDirectories(nested);
+        CheckedDir.createDirectories(nested);
+        assertTrue(Files.isDirectory(nested));
+        Path elsewhere = Files.createDirectory(root.resolve("elsewhere"));
+        // warden resolved volume/data at start; a neighbour makes "data" a link since
+        Path data = root.resolve("volume/data");
+        Files.move(data, root.resolve("moved"));
+        Files.createSymbolicLink(data, elsewhere);
+        assertThrows(java.io.IOException.class, () -> CheckedDir.createDirectories(data.resolve("lancedb")));
+        assertThrows(java.io.IOException.class, () -> CheckedDir.createDirectories(data));
+        try (var files = Files.list(elsewhere)) {
+            assertEquals(0, files.count(), "nothing created through the link");
+        }
+    }
+
+    @Test
     void aNameIsNeverAPath() throws Exception {
         try (CheckedDir dir = CheckedDir.open(root)) {
             for (String bad : new String[] {"../x", "..", ".", "a/b", ""}) {

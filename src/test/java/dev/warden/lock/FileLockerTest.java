@@ -368,6 +368,11 @@ class FileLockerTest {
         }
 
         @Override
+        public void mkdirAt(int dirFd, String name) throws ErrnoException {
+            real.mkdirAt(dirFd, name);
+        }
+
+        @Override
         public void renameAt(int dirFd, String from, String to) throws ErrnoException {
             real.renameAt(dirFd, from, to);
         }
