@@ -56,20 +56,25 @@ public record EngineDir(Path root) {
      */
     public Optional<Duration> keepWarmIdle(Duration unset) {
         Duration longest = null;
-        for (Path marker : keepWarmMarkers()) {
-            Duration idle = markerMinutes(marker).map(Duration::ofMinutes).orElse(unset);
-            if (idle.isZero()) {
-                return Optional.empty();
+        // One open of engine-users/ for the listing and every marker's read.
+        try (CheckedDir users = CheckedDir.open(usersDir())) {
+            for (Path marker : regularFiles(users, "*.keep-warm")) {
+                Duration idle = markerMinutes(users, marker.getFileName().toString()).map(Duration::ofMinutes).orElse(unset);
+                if (idle.isZero()) {
+                    return Optional.empty();
+                }
+                longest = longest == null || idle.compareTo(longest) > 0 ? idle : longest;
             }
-            longest = longest == null || idle.compareTo(longest) > 0 ? idle : longest;
+        } catch (IOException e) {
+            // no engine-users/ warden can list: no marker
         }
         return Optional.of(longest == null ? unset : longest);
     }
 
-    private static Optional<Long> markerMinutes(Path marker) {
-        try (CheckedDir dir = CheckedDir.open(marker.getParent())) {
+    private static Optional<Long> markerMinutes(CheckedDir users, String marker) {
+        try {
             // A marker holds a few digits; anything longer is not one of lilbee's.
-            byte[] bytes = dir.read(marker.getFileName().toString(), MAX_MARKER_BYTES);
+            byte[] bytes = users.read(marker, MAX_MARKER_BYTES);
             if (bytes.length > MAX_MARKER_BYTES) {
                 return Optional.empty();
             }
@@ -85,29 +90,37 @@ public record EngineDir(Path root) {
         return Files.isDirectory(usersDir(), java.nio.file.LinkOption.NOFOLLOW_LINKS) || !recordFiles().isEmpty();
     }
 
-    /** {@code llama-swap.state*.json}, without the {@code .<name>.tmp} files of writes in flight. */
+    /** {@code llama-swap.state*.json} (the glob leaves out the {@code .<name>.tmp} files of writes in flight). */
     public List<Path> recordFiles() {
-        List<Path> files = list(root, RECORD_PREFIX + "*.json");
-        files.removeIf(p -> p.getFileName().toString().endsWith(".tmp"));
-        return files;
+        return list(root, RECORD_PREFIX + "*.json");
+    }
+
+    /** {@link #recordFiles()}, listed in {@code root} already opened (so a reader of them opens it once). */
+    public List<Path> recordFiles(CheckedDir checkedRoot) throws IOException {
+        return regularFiles(checkedRoot, RECORD_PREFIX + "*.json");
     }
 
     /**
-     * The regular files in {@code dir} matching {@code glob}. A dir that is a symbolic link, or lies
-     * past one (a neighbour's swap of engine-users/ for a link to elsewhere), lists nothing: warden
-     * deletes dead users' files and markers from these lists, and must never do so in a directory it
-     * was not given.
+     * The regular files in {@code dir} matching {@code glob}.
+     * A dir that is a symbolic link, or lies past one (a neighbour's swap of engine-users/ for a link to
+     * elsewhere), lists nothing: warden deletes dead users' files and markers from these lists, and must
+     * never do so in a directory it was not given.
      */
     private static List<Path> list(Path dir, String glob) {
-        List<Path> found = new ArrayList<>();
         try (CheckedDir checked = CheckedDir.open(dir)) {
-            for (String name : checked.names(glob)) {
-                if (checked.stat(name).filter(FileStat::isRegularFile).isPresent()) {
-                    found.add(dir.resolve(name));
-                }
-            }
+            return regularFiles(checked, glob);
         } catch (IOException e) {
             // an engine dir that cannot be listed has nothing warden can act on; the next pass looks again
+            return new ArrayList<>();
+        }
+    }
+
+    private static List<Path> regularFiles(CheckedDir dir, String glob) throws IOException {
+        List<Path> found = new ArrayList<>();
+        for (String name : dir.names(glob)) {
+            if (dir.stat(name).filter(FileStat::isRegularFile).isPresent()) {
+                found.add(dir.path().resolve(name));
+            }
         }
         return found;
     }

@@ -74,12 +74,8 @@ public final class EngineRecords {
     public Scan scan(EngineDir dir) {
         List<EngineRecord> records = new ArrayList<>();
         List<Unreadable> unreadable = new ArrayList<>();
-        List<Path> files = dir.recordFiles();
-        if (files.isEmpty()) {
-            return new Scan(records, unreadable);
-        }
         try (CheckedDir checked = CheckedDir.open(dir.root())) {
-            for (Path file : files) {
+            for (Path file : dir.recordFiles(checked)) {
                 Matcher name = NAME.matcher(file.getFileName().toString());
                 if (name.matches()) {
                     Parsed parsed = parse(checked, file, name);
