@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.testing.Await;
+import dev.warden.testing.Setpriv;
 import dev.warden.testing.Swapper;
 import dev.warden.testing.WardenProcess;
 import java.io.BufferedReader;
@@ -254,8 +255,8 @@ class HostileNeighbourSoak {
 
     /** Runs {@code script} as the neighbour's UID, in the background; killed after the test. */
     private Process neighbour(String script, String... args) throws IOException {
-        List<String> command = new ArrayList<>(List.of("setpriv", "--reuid=" + NEIGHBOUR, "--regid=" + NEIGHBOUR,
-                "--clear-groups", "--", "/usr/bin/python3", "-c", script));
+        List<String> command = new ArrayList<>(Setpriv.as(NEIGHBOUR, NEIGHBOUR));
+        command.addAll(List.of("/usr/bin/python3", "-c", script));
         command.addAll(List.of(args));
         Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         neighbours.add(process);

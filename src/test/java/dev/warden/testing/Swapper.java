@@ -54,8 +54,9 @@ public final class Swapper implements AutoCloseable {
 
     /** The same, as another user (util-linux setpriv: needs root) with the system's Python. */
     public static Swapper startAs(int uid, Path dir, String name, String content) throws IOException {
-        return start(List.of("setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups", "--", "/usr/bin/python3"),
-                dir, name, content);
+        List<String> python = new ArrayList<>(Setpriv.as(uid, uid));
+        python.add("/usr/bin/python3");
+        return start(python, dir, name, content);
     }
 
     private static Swapper start(List<String> python, Path dir, String name, String content) throws IOException {

@@ -62,8 +62,7 @@ public final class WardenProcess implements AutoCloseable {
     public static WardenProcess serveAs(int uid, int gid, Path readableCopy, String name, List<String> settings, String... args)
             throws IOException {
         copy(Path.of("target/quarkus-app").toAbsolutePath(), readableCopy);
-        return start(List.of("setpriv", "--reuid=" + uid, "--regid=" + gid, "--clear-groups", "--"),
-                readableCopy.resolve("quarkus-run.jar"), name, java.util.Map.of(), null, settings, args);
+        return start(Setpriv.as(uid, gid), readableCopy.resolve("quarkus-run.jar"), name, java.util.Map.of(), null, settings, args);
     }
 
     private static void copy(Path from, Path to) throws IOException {
