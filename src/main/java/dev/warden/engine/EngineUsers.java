@@ -1,15 +1,19 @@
 package dev.warden.engine;
 
 import dev.warden.lock.CheckedDir;
+import dev.warden.lock.Errno;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
 import dev.warden.lock.LockProbe;
+import dev.warden.lock.Posix;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.jboss.logging.Logger;
 
 /**
@@ -21,7 +25,10 @@ public class EngineUsers {
 
     private static final Logger LOG = Logger.getLogger(EngineUsers.class);
 
+    private static final int MAX_WARNED = 256;
+
     private final FileLocker locker;
+    private final Set<Path> warned = ConcurrentHashMap.newKeySet();
 
     public EngineUsers(FileLocker locker) {
         this.locker = locker;
@@ -101,9 +108,27 @@ public class EngineUsers {
             }
             return false;
         } catch (IOException e) {
-            // Not a user lock warden can judge (a directory, a link): it holds no engine.
-            LOG.warnf("Ignoring %s: %s", lock, e.getMessage());
+            if (e.getCause() instanceof Posix.ErrnoException denied
+                    && (denied.errno() == Errno.EACCES || denied.errno() == Errno.EPERM)) {
+                // Another user's lock warden may not even read: it may well be held, and stopping a live
+                // user's engine is the one mistake the reaper must not make.
+                warnOnce(lock, "Counting %s as a live user: warden may not open it to ask its lock (uid %s). Make the"
+                        + " engine dir's user locks readable to warden: a shared fsGroup, or umask 022 or 002 for lilbee.",
+                        FileLocker.currentUid());
+                return true;
+            }
+            // Not a user lock at all (a directory, a link, a FIFO): it holds no engine.
+            warnOnce(lock, "Ignoring %s: %s", e.getMessage());
             return false;
+        }
+    }
+
+    /** Each odd file is named once, not a pass a second; past a few hundred names (a neighbour making them), only at debug level. */
+    private void warnOnce(Path lock, String format, Object detail) {
+        if (warned.size() < MAX_WARNED && warned.add(lock)) {
+            LOG.warnf(format, lock, detail);
+        } else {
+            LOG.debugf(format, lock, detail);
         }
     }
 }

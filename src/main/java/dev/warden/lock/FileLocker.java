@@ -73,7 +73,7 @@ public final class FileLocker {
     public void awaitRelease(Path path) throws LockException {
         int fd;
         try {
-            fd = openLock(path, Posix.Open.READ_WRITE);
+            fd = openLock(path, Posix.Open.READ);
         } catch (Posix.ErrnoException e) {
             if (e.errno() == Errno.ENOENT) {
                 return;
@@ -98,7 +98,7 @@ public final class FileLocker {
     public LockProbe probe(Path path) throws LockException {
         int fd;
         try {
-            fd = openLock(path, Posix.Open.READ_WRITE);
+            fd = openLock(path, Posix.Open.READ);
         } catch (Posix.ErrnoException e) {
             if (e.errno() == Errno.ENOENT) {
                 return LockProbe.ABSENT;
@@ -133,7 +133,7 @@ public final class FileLocker {
         while (unwaitedReplacements < MAX_REPLACED_RETRIES) {
             int fd;
             try {
-                fd = openLock(path, Posix.Open.READ_WRITE_CREATE);
+                fd = openToLock(path);
             } catch (IOException e) {
                 throw openFailure(path, e);
             }
@@ -194,6 +194,30 @@ public final class FileLocker {
         }
     }
 
+    /**
+     * Opens a lock file to take it, creating it when missing. One another user created and warden may
+     * not write (filelock creates them 0644 under the usual umask) is opened read-only: flock(2) needs
+     * no write access, and refusing it would take a live peer's lock for none at all.
+     */
+    private int openToLock(Path path) throws IOException {
+        try (CheckedDir dir = CheckedDir.open(posix, path.toAbsolutePath().getParent())) {
+            String name = path.getFileName().toString();
+            try {
+                return dir.open(name, Posix.Open.READ_WRITE_CREATE);
+            } catch (Posix.ErrnoException e) {
+                if (e.errno() != Errno.EACCES) {
+                    throw e;
+                }
+                try {
+                    return dir.open(name, Posix.Open.READ);
+                } catch (Posix.ErrnoException readOnly) {
+                    // Absent in a directory warden may not write: the first refusal says why.
+                    throw e;
+                }
+            }
+        }
+    }
+
     static boolean isContention(int errno) {
         return errno == Errno.EWOULDBLOCK || errno == Errno.EACCES;
     }
@@ -237,7 +261,8 @@ public final class FileLocker {
         return new LockException(message, e);
     }
 
-    private static String currentUid() {
+    /** The uid warden runs as, for messages about permissions ("?" when /proc cannot say). */
+    public static String currentUid() {
         try {
             return String.valueOf(Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
         } catch (IOException | UnsupportedOperationException e) {

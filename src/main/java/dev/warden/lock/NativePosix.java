@@ -179,7 +179,6 @@ public final class NativePosix implements Posix {
     public int openAt(int dirFd, String name, Open how) throws ErrnoException {
         int flags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | switch (how) {
             case READ -> O_RDONLY;
-            case READ_WRITE -> O_RDWR;
             case READ_WRITE_CREATE -> O_RDWR | O_CREAT;
             case CREATE_NEW -> O_WRONLY | O_CREAT | O_EXCL;
             case DIRECTORY -> O_RDONLY | O_DIRECTORY;

@@ -18,10 +18,8 @@ public interface Posix {
 
     /** How {@link #openAt} opens a file. */
     enum Open {
-        /** Read only: a record, a marker, a header. */
+        /** Read only: a record, a marker, a header, a lock file warden looks at or waits on (flock needs no more). */
         READ,
-        /** Read and write, never created: a lock file warden looks at or waits on. */
-        READ_WRITE,
         /** Read and write, created (mode 0666 less the umask, as filelock creates it) when missing. */
         READ_WRITE_CREATE,
         /** Write only, created, and refused if the name exists at all (even as a dangling link). */

@@ -70,7 +70,7 @@ public class SyncMark {
     public Holders holders(Path file) throws Unlockable {
         int fd;
         try (CheckedDir dir = CheckedDir.open(posix, file.toAbsolutePath().getParent())) {
-            fd = dir.open(file.getFileName().toString(), Posix.Open.READ_WRITE);
+            fd = dir.open(file.getFileName().toString(), Posix.Open.READ);
         } catch (Posix.ErrnoException e) {
             if (e.errno() == Errno.ENOENT) {
                 return Holders.NOBODY;

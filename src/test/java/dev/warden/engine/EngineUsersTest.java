@@ -5,13 +5,21 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.warden.lock.Errno;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.LockException;
 import dev.warden.lock.NativePosix;
+import dev.warden.lock.Posix;
+import dev.warden.testing.DelegatingPosix;
 import dev.warden.testing.Peer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -63,6 +71,57 @@ class EngineUsersTest {
         }
         assertFalse(Files.exists(dir.userLock("warden-exec")), "a user that leaves removes its lock file");
         assertThrows(IllegalArgumentException.class, () -> users.join(dir, "../escape"));
+    }
+
+    /**
+     * A user lock of another UID that warden may not even read (0600 under umask 077) may be held: it
+     * counts as a live user, is kept, and is named in the log once, not every pass.
+     */
+    @Test
+    void aUserLockWardenMayNotOpenIsALiveUserNamedOnce() throws Exception {
+        EngineDir dir = new EngineDir(root);
+        Files.createDirectories(dir.usersDir());
+        Path lock = Files.createFile(dir.userLock("other-uid"));
+        Posix denied = new DelegatingPosix(new NativePosix()) {
+            @Override
+            public int openAt(int dirFd, String name, Open how) throws ErrnoException {
+                if (name.equals("other-uid.lock")) {
+                    throw new ErrnoException("open(" + name + ")", Errno.EACCES, "injected");
+                }
+                return super.openAt(dirFd, name, how);
+            }
+        };
+        EngineUsers users = new EngineUsers(new FileLocker(denied));
+        List<String> warnings = new CopyOnWriteArrayList<>();
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getLevel().intValue() >= Level.WARNING.intValue()) {
+                    warnings.add(record.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger logger = Logger.getLogger(EngineUsers.class.getName());
+        logger.addHandler(capture);
+        try {
+            for (int pass = 0; pass < 3; pass++) {
+                assertTrue(users.anyLive(dir));
+            }
+            assertEquals(List.of("other-uid"), users.liveIds(dir));
+            assertTrue(Files.exists(lock), "a lock that may be held is not removed");
+            assertEquals(1, warnings.size(), "named once: " + warnings);
+            assertTrue(warnings.getFirst().contains("Counting " + lock + " as a live user"), warnings.getFirst());
+        } finally {
+            logger.removeHandler(capture);
+        }
     }
 
     @Test

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.testing.Await;
 import dev.warden.testing.KernelLocks;
+import dev.warden.testing.DelegatingPosix;
 import dev.warden.testing.Peer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -262,6 +263,33 @@ class FileLockerTest {
         assertTrue(e.getMessage().contains("Give warden write access to " + dir), e.getMessage());
     }
 
+    /**
+     * Another user's lock file, made 0644 as filelock makes it: warden may not open it for writing, and
+     * locks it through a read-only descriptor (a refusal would count a live user's lock as no lock).
+     */
+    @Test
+    void aLockFileWardenMayOnlyReadIsStillLockedAndProbed() throws Exception {
+        Path file = Files.writeString(dir.resolve("user.lock"), "");
+        Posix readOnly = new DelegatingPosix(new NativePosix()) {
+            @Override
+            public int openAt(int dirFd, String name, Open how) throws ErrnoException {
+                if (how == Open.READ_WRITE_CREATE) {
+                    throw new ErrnoException("open(" + name + ")", Errno.EACCES, "injected");
+                }
+                return super.openAt(dirFd, name, how);
+            }
+        };
+        FileLocker locker = new FileLocker(readOnly);
+        try (HeldLock lock = locker.tryLock(file).orElseThrow()) {
+            assertFalse(Peer.flockCanTake(file), "flock -n must be refused while warden holds it read-only");
+        }
+        try (Peer holder = Peer.flockHolder(file)) {
+            assertEquals(LockProbe.HELD, locker.probe(file));
+            assertTrue(locker.tryLock(file).isEmpty());
+        }
+        assertEquals(LockProbe.FREE, locker.probe(file));
+    }
+
     @Test
     void aReadOnlyVolumeIsNamed() {
         LockException e = assertThrows(LockException.class,
@@ -272,7 +300,7 @@ class FileLockerTest {
     @Test
     void aFileThatIsDeletedAgainAndAgainIsNamedRatherThanSpunOn() {
         // stat never finds the file just locked: as if a process deleted the lock file in a loop.
-        Posix deleted = new Delegating(new NativePosix()) {
+        Posix deleted = new DelegatingPosix(new NativePosix()) {
             @Override
             public FileStat statAt(int dirFd, String name) throws ErrnoException {
                 throw new ErrnoException("stat(" + name + ")", Errno.ENOENT, "injected");
@@ -286,7 +314,7 @@ class FileLockerTest {
 
     /** The real libc, except that flock fails with {@code errno}. */
     private static Posix failingFlock(int errno) {
-        return new Delegating(new NativePosix()) {
+        return new DelegatingPosix(new NativePosix()) {
             @Override
             public void lockExclusive(int fd, boolean wait) throws ErrnoException {
                 throw new ErrnoException("flock", errno, "injected");
@@ -295,7 +323,7 @@ class FileLockerTest {
     }
 
     private static Posix failingOpen(int errno) {
-        return new Delegating(new NativePosix()) {
+        return new DelegatingPosix(new NativePosix()) {
             @Override
             public int openAt(int dirFd, String name, Open how) throws ErrnoException {
                 if (how == Open.DIRECTORY) {
@@ -317,74 +345,5 @@ class FileLockerTest {
             }
         });
         return waiting;
-    }
-
-
-    private static class Delegating implements Posix {
-        private final Posix real;
-
-        Delegating(Posix real) {
-            this.real = real;
-        }
-
-        @Override
-        public int openAt(int dirFd, String name, Open how) throws ErrnoException {
-            return real.openAt(dirFd, name, how);
-        }
-
-        @Override
-        public void lockExclusive(int fd, boolean wait) throws ErrnoException {
-            real.lockExclusive(fd, wait);
-        }
-
-        @Override
-        public void close(int fd) {
-            real.close(fd);
-        }
-
-        @Override
-        public FileStat fstat(int fd) throws ErrnoException {
-            return real.fstat(fd);
-        }
-
-        @Override
-        public FileStat statAt(int dirFd, String name) throws ErrnoException {
-            return real.statAt(dirFd, name);
-        }
-
-        @Override
-        public byte[] read(int fd, int max) throws ErrnoException {
-            return real.read(fd, max);
-        }
-
-        @Override
-        public void write(int fd, byte[] bytes) throws ErrnoException {
-            real.write(fd, bytes);
-        }
-
-        @Override
-        public boolean unlinkAt(int dirFd, String name) throws ErrnoException {
-            return real.unlinkAt(dirFd, name);
-        }
-
-        @Override
-        public void mkdirAt(int dirFd, String name) throws ErrnoException {
-            real.mkdirAt(dirFd, name);
-        }
-
-        @Override
-        public void renameAt(int dirFd, String from, String to) throws ErrnoException {
-            real.renameAt(dirFd, from, to);
-        }
-
-        @Override
-        public boolean kill(long pid, int signal) throws ErrnoException {
-            return real.kill(pid, signal);
-        }
-
-        @Override
-        public RecordLock conflictingRecordLock(int fd, long start, long length) throws ErrnoException {
-            return real.conflictingRecordLock(fd, start, length);
-        }
     }
 }

@@ -4,7 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.warden.testing.Await;
+import dev.warden.testing.KernelLocks;
 import dev.warden.testing.Setpriv;
 import dev.warden.testing.Swapper;
 import dev.warden.testing.WardenProcess;
@@ -48,6 +50,7 @@ class HostileNeighbourSoak {
     private Path outside;
     private Map<String, String> outsideBefore;
     private final List<Process> neighbours = new ArrayList<>();
+    private final List<Long> bystanders = new ArrayList<>();
 
     @BeforeEach
     void aVolumeTheNeighbourCanWriteAndFilesOutsideItThatOnlyWardenCan() throws Exception {
@@ -78,6 +81,9 @@ class HostileNeighbourSoak {
         for (Process neighbour : neighbours) {
             neighbour.destroyForcibly();
             neighbour.waitFor(10, TimeUnit.SECONDS);
+        }
+        for (long pid : bystanders) {
+            ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
         }
         if (outsideBefore != null) {
             assertEquals(outsideBefore, snapshot(outside), "nothing outside the volume changed");
@@ -136,7 +142,7 @@ class HostileNeighbourSoak {
                 print('holding', flush=True)
                 sys.stdin.read()
                 """, volume.resolve("scope").toString());
-        assertEquals("holding", new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8)).readLine());
+        assertEquals("holding", firstLine(holder));
         try (WardenProcess warden = warden("neighbour-owner-huge", List.of())) {
             warden.awaitLockData("scope.state", "held-elsewhere");
             assertEquals(200, warden.status("/q/health/live"));
@@ -250,6 +256,335 @@ class HostileNeighbourSoak {
             assertTrue(Files.isSymbolicLink(volume.resolve("engine/engine-users")));
             awaitPasses(warden, 5);
             assertTrue(Files.exists(outside.resolve("dead.lock")) && Files.exists(outside.resolve("x.keep-warm")));
+        }
+    }
+
+    /**
+     * Finding 4: a neighbour's listener, named by forged records, answers {@code /running} with a 256 MB
+     * body and with one trickled a byte a second, while status is asked from eight threads at once: in a
+     * 64 MB heap, every status call answers within the client's 5 s, and the probes and passes go on.
+     */
+    @Test
+    void hugeAndTrickledAnswersWedgeNothing() throws Exception {
+        try (WardenProcess warden = warden("neighbour-answers", List.of("-Xmx64m"))) {
+            warden.awaitReaper();
+            Process squatter = neighbour("""
+                    import fcntl, http.server, json, os, sys, threading, time
+                    d = sys.argv[1]
+                    os.umask(0)
+                    # a live user, so the records stay for status to look at
+                    user = os.open(os.path.join(d, 'engine-users', 'squatter.lock'), os.O_RDWR | os.O_CREAT, 0o666)
+                    fcntl.flock(user, fcntl.LOCK_EX)
+                    class H(http.server.BaseHTTPRequestHandler):
+                        def do_GET(self):
+                            self.send_response(200)
+                            self.end_headers()
+                            try:
+                                if self.server.kind == 'huge':
+                                    self.wfile.write(b'{"running": [')
+                                    for _ in range(4096):
+                                        self.wfile.write(b' ' * 65536)
+                                else:
+                                    for _ in range(600):
+                                        self.wfile.write(b' ')
+                                        self.wfile.flush()
+                                        time.sleep(1)
+                            except OSError:
+                                pass
+                        def log_message(self, *a):
+                            pass
+                    for kind in ('huge', 'trickle'):
+                        s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+                        s.kind, s.daemon_threads = kind, True
+                        threading.Thread(target=s.serve_forever, daemon=True).start()
+                        record = {'pid': os.getpid(), 'pgid': os.getpgid(0), 'created_at': time.time() - 1, 'name': 'llama-swap',
+                                  'member_ports': [], 'proxy_port': s.server_address[1]}
+                        open(os.path.join(d, '.r'), 'w').write(json.dumps(record))
+                        os.rename(os.path.join(d, '.r'), os.path.join(d, 'llama-swap.state.%s.%d.json' % (kind, os.getpid())))
+                    print('serving', flush=True)
+                    threading.Event().wait()
+                    """, volume.resolve("engine").toString());
+            assertEquals("serving", firstLine(squatter));
+            awaitPasses(warden, 3);
+            List<Thread> askers = new ArrayList<>();
+            List<String> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+            for (int t = 0; t < 8; t++) {
+                askers.add(Thread.ofPlatform().start(() -> {
+                    for (int i = 0; i < 5; i++) {
+                        try {
+                            // the client's own 5 s timeout fails a call that hangs
+                            if (!warden.json("/api/v1/status").path("engines").isArray()) {
+                                failures.add("no engines in the status");
+                            }
+                        } catch (IOException e) {
+                            failures.add(e.toString());
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
+                }));
+            }
+            while (askers.stream().anyMatch(Thread::isAlive)) {
+                assertEquals(200, warden.status("/q/health/live"), "liveness answers while status waits on the neighbour");
+                Thread.sleep(200);
+            }
+            assertEquals(List.of(), failures);
+            JsonNode records = warden.json("/api/v1/status").at("/engines/0/records");
+            assertEquals(2, records.size(), "status asked both of the neighbour's listeners: " + records);
+            records.forEach(r -> assertFalse(r.path("answers").asBoolean(), r.toString()));
+            awaitPasses(warden, 3);
+            assertTrue(warden.process().isAlive());
+            assertFalse(warden.log().contains("OutOfMemoryError"), warden.log());
+        }
+    }
+
+    /**
+     * Finding 8: records forged by the neighbour name processes of warden's own UID that are not the
+     * engine: a standalone llama-server (a dead record's member port), a llama-swap-exporter, a
+     * llama-swap with no created_at, and a llama-swap in another process's group. Only that last one is
+     * an engine; it is stopped by its pid, and every other process lives.
+     */
+    @Test
+    void forgedRecordsKillNothingButTheEngineTheyName() throws Exception {
+        try (WardenProcess warden = warden("neighbour-forged", List.of())) {
+            warden.awaitReaper();
+            int serverPort = freePort();
+            Seen server = asWarden(true, "llama-server", "--port", Integer.toString(serverPort)).getFirst();
+            Seen exporter = asWarden(true, "llama-swap-exporter").getFirst();
+            Seen undated = asWarden(true, "llama-swap").getFirst();
+            List<Seen> family = asWarden(true, "leader");
+            Seen leader = family.stream().filter(s -> s.name().equals("leader")).findFirst().orElseThrow();
+            Seen member = family.stream().filter(s -> s.name().equals("llama-swap")).findFirst().orElseThrow();
+            assertEquals(leader.pid(), member.pgid(), "the llama-swap is in the leader's group");
+            Process gone = new ProcessBuilder("true").start();
+            gone.waitFor();
+            Map<String, String> records = Map.of(
+                    "llama-swap.state.dead." + gone.pid() + ".json", record(gone.pid(), gone.pid(), server.createdAt() - 10, serverPort),
+                    "llama-swap.state.exporter." + exporter.pid() + ".json", record(exporter.pid(), exporter.pid(), exporter.createdAt(), serverPort),
+                    "llama-swap.state.undated." + undated.pid() + ".json", record(undated.pid(), undated.pid(), null, serverPort),
+                    "llama-swap.state.member." + member.pid() + ".json", record(member.pid(), leader.pid(), member.createdAt(), serverPort));
+            List<String> args = new ArrayList<>(List.of(volume.resolve("engine").toString()));
+            records.forEach((name, json) -> args.addAll(List.of(name, json)));
+            assertEquals(0, neighbour("""
+                    import os, sys
+                    d = sys.argv[1]
+                    for name, content in zip(sys.argv[2::2], sys.argv[3::2]):
+                        open(os.path.join(d, '.r'), 'w').write(content)
+                        os.rename(os.path.join(d, '.r'), os.path.join(d, name))
+                    """, args.toArray(String[]::new)).waitFor());
+            Await.until("every forged record is decided",
+                    () -> records.keySet().stream().noneMatch(name -> Files.exists(volume.resolve("engine").resolve(name))));
+            Await.until("the engine in another's group is stopped", () -> !ProcessHandle.of(member.pid()).map(ProcessHandle::isAlive).orElse(false));
+            awaitPasses(warden, 3);
+            String log = warden.log();
+            for (Seen bystander : List.of(server, exporter, undated, leader)) {
+                assertTrue(ProcessHandle.of(bystander.pid()).map(ProcessHandle::isAlive).orElse(false),
+                        bystander.name() + " pid " + bystander.pid() + " was killed:\n" + log);
+            }
+            assertTrue(log.contains("runs 'llama-swap-exporter', not llama-swap") && log.contains("the record has no created_at"), log);
+            assertFalse(log.contains("Reaping llama-server"), log);
+        }
+    }
+
+    /**
+     * Finding 9: the neighbour resets the library as lilbee does (an exclusive SQLite transaction on the
+     * sync mark, never waiting) a thousand times while it floods status and readiness: none is refused.
+     */
+    @Test
+    void noStatusFloodMakesALilbeeResetFail() throws Exception {
+        try (WardenProcess warden = warden("neighbour-resets", List.of())) {
+            warden.awaitReaper();
+            Process flood = neighbour("""
+                    import sys, threading, urllib.request
+                    def ask(url):
+                        while True:
+                            try:
+                                urllib.request.urlopen(url, timeout=5).read()
+                            except Exception:
+                                pass
+                    for url in sys.argv[1:]:
+                        for _ in range(3):
+                            threading.Thread(target=ask, args=(url,), daemon=True).start()
+                    print('flooding', flush=True)
+                    threading.Event().wait()
+                    """, "http://127.0.0.1:" + warden.port() + "/api/v1/status",
+                    "http://127.0.0.1:" + warden.managementPort() + "/q/health/ready");
+            assertEquals("flooding", firstLine(flood));
+            Process resets = neighbour("""
+                    import os, sqlite3, sys
+                    os.umask(0)
+                    refused = 0
+                    for _ in range(1000):
+                        con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+                        try:
+                            con.execute('PRAGMA busy_timeout=0;')
+                            con.execute('PRAGMA journal_mode=MEMORY;')
+                            con.execute('BEGIN EXCLUSIVE TRANSACTION;')
+                            con.execute('ROLLBACK;')
+                        except sqlite3.OperationalError:
+                            refused += 1
+                        con.close()
+                    print('refused', refused, flush=True)
+                    """, volume.resolve("root/sync.lock").toString());
+            assertEquals("refused 0", firstLine(resets));
+            JsonNode library = warden.json("/api/v1/status").path("library");
+            assertTrue(library.has("reset_running") && !library.has("error"), "status looked at the library: " + library);
+        }
+    }
+
+    /**
+     * Finding 10: the neighbour opens 100 connections to each port and leaves them idle, half of them
+     * after a partial request line: the probes answer meanwhile, and warden closes every one.
+     */
+    @Test
+    void idleConnectionsAreLetGoAndTheProbesAnswerMeanwhile() throws Exception {
+        try (WardenProcess warden = warden("neighbour-idle", List.of())) {
+            warden.awaitStatus("/q/health/ready", 200);
+            Process idle = neighbour("""
+                    import select, socket, sys, time
+                    socks = []
+                    for port in map(int, sys.argv[1:]):
+                        for i in range(100):
+                            s = socket.create_connection(('127.0.0.1', port))
+                            if i % 2:
+                                s.sendall(b'GET /q/health/live HTTP/1.1\\r\\n')
+                            socks.append(s)
+                    print('idle', flush=True)
+                    start, open_ = time.monotonic(), set(socks)
+                    # far above the 75 s idle timeout, only so that a broken build fails rather than hangs
+                    while open_ and time.monotonic() - start < 150:
+                        for s in select.select(list(open_), [], [], 1)[0]:
+                            if s.recv(1) == b'':
+                                open_.discard(s)
+                    print('open', len(open_), 'after', int(time.monotonic() - start), flush=True)
+                    """, Integer.toString(warden.port()), Integer.toString(warden.managementPort()));
+            BufferedReader out = new BufferedReader(new InputStreamReader(idle.getInputStream(), StandardCharsets.UTF_8));
+            assertEquals("idle", out.readLine());
+            while (idle.isAlive()) {
+                assertEquals(200, warden.status("/q/health/live"), "200 idle connections do not silence the probes");
+                idle.waitFor(2, TimeUnit.SECONDS);
+            }
+            String closed = out.readLine();
+            assertTrue(closed != null && closed.startsWith("open 0 after "), "warden closes idle connections: " + closed);
+            assertTrue(Integer.parseInt(closed.substring(closed.lastIndexOf(' ') + 1)) < 120, closed);
+        }
+    }
+
+    /**
+     * Finding 11: the neighbour renames a file it already locked over the reaper lock: warden lets go of
+     * the old file and stands by while the neighbour holds the new one (one reaper, never two), then
+     * claims it once the neighbour exits.
+     */
+    @Test
+    void aReplacedReaperLockMakesWardenStandByNotRunBeside() throws Exception {
+        try (WardenProcess warden = warden("neighbour-reaper-lock", List.of())) {
+            warden.awaitJson("/api/v1/status", "/reaper/watching", JsonNode::asBoolean);
+            Path lock = volume.resolve("engine/engine-reaper.lock");
+            assertEquals(java.util.Set.of(warden.pid()), KernelLocks.flockHolders(lock));
+            Process rival = neighbour("""
+                    import fcntl, os, sys
+                    lock = sys.argv[1]
+                    os.umask(0)
+                    fd = os.open(lock + '.new', os.O_RDWR | os.O_CREAT, 0o666)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    os.rename(lock + '.new', lock)
+                    print('holding', flush=True)
+                    sys.stdin.read()
+                    """, lock.toString());
+            assertEquals("holding", firstLine(rival));
+            warden.awaitJson("/api/v1/status", "/reaper/watching", watching -> !watching.asBoolean());
+            assertEquals(java.util.Set.of(rival.pid()), KernelLocks.flockHolders(lock), "one reaper: the neighbour");
+            rival.destroyForcibly().waitFor();
+            warden.awaitJson("/api/v1/status", "/reaper/watching", JsonNode::asBoolean);
+            assertEquals(java.util.Set.of(warden.pid()), KernelLocks.flockHolders(lock));
+        }
+    }
+
+    /**
+     * A user of another UID whose lock file has lilbee's own mode (0644: warden cannot open it for
+     * writing) is a live user: the engine it uses is kept, and stopped once it exits.
+     */
+    @Test
+    void aUserOfAnotherUidWithAReadOnlyLockFileKeepsTheEngine() throws Exception {
+        try (WardenProcess warden = warden("neighbour-user", List.of())) {
+            warden.awaitReaper();
+            Process user = neighbour("""
+                    import fcntl, os, sys
+                    fd = os.open(os.path.join(sys.argv[1], 'lilbee.lock'), os.O_RDWR | os.O_CREAT, 0o644)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    print('using', flush=True)
+                    sys.stdin.read()
+                    """, volume.resolve("engine/engine-users").toString());
+            assertEquals("using", firstLine(user));
+            Seen engine = asWarden(true, "llama-swap").getFirst();
+            Path record = Files.writeString(volume.resolve("engine/llama-swap.state.used." + engine.pid() + ".json"),
+                    record(engine.pid(), engine.pid(), engine.createdAt(), freePort()));
+            own(record, NEIGHBOUR, NEIGHBOUR);
+            awaitPasses(warden, 5);
+            assertTrue(ProcessHandle.of(engine.pid()).map(ProcessHandle::isAlive).orElse(false), "a live user's engine was stopped:\n" + warden.log());
+            user.destroyForcibly().waitFor();
+            Await.until("the engine is stopped once its user exits", () -> !ProcessHandle.of(engine.pid()).map(ProcessHandle::isAlive).orElse(false));
+            Await.until("the dead user's lock file is removed", () -> !Files.exists(volume.resolve("engine/engine-users/lilbee.lock")));
+        }
+    }
+
+    /** A process of warden's own UID as a bystander on the engine's turf: its argv[0] name, pid, group, session and start. */
+    private record Seen(String name, long pid, long pgid, long sid, double createdAt) {
+    }
+
+    /**
+     * Starts a process of warden's UID whose argv[0] is {@code name} (in a session of its own when
+     * {@code session}), listening on {@code --port N} when given; "leader" also forks a llama-swap into
+     * its own group. Returns what each said of itself; all are killed after the test.
+     */
+    private List<Seen> asWarden(boolean session, String name, String... args) throws IOException {
+        List<String> command = new ArrayList<>(Setpriv.as(WARDEN, WARDEN));
+        if (session) {
+            command.add("setsid");
+        }
+        command.addAll(List.of("bash", "-c", "exec -a \"$0\" /usr/bin/python3 -c \"$1\" \"${@:2}\"", name, BYSTANDER, BYSTANDER));
+        command.addAll(List.of(args));
+        Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        neighbours.add(process);
+        BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        List<Seen> seen = new ArrayList<>();
+        for (int i = 0; i < (name.equals("leader") ? 2 : 1); i++) {
+            String[] f = out.readLine().split(" ");
+            Seen one = new Seen(f[0], Long.parseLong(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]), Double.parseDouble(f[4]));
+            bystanders.add(one.pid());
+            seen.add(one);
+        }
+        return seen;
+    }
+
+    /** What {@link #asWarden} runs: says who it is, forks a llama-swap when it is the leader, listens when asked, sleeps. */
+    private static final String BYSTANDER = """
+            import os, signal, socket, sys, time
+            me, script = open('/proc/self/cmdline').read().split('\\0')[0], sys.argv[1]
+            if me == 'leader':
+                signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # no zombie: a stopped child is gone
+                if os.fork() == 0:
+                    os.execv('/usr/bin/python3', ['llama-swap', '-c', script, script])
+            if '--port' in sys.argv:
+                s = socket.socket()
+                s.bind(('127.0.0.1', int(sys.argv[sys.argv.index('--port') + 1])))
+                s.listen()
+            print(me, os.getpid(), os.getpgid(0), os.getsid(0), time.time(), flush=True)
+            time.sleep(3600)
+            """;
+
+    private static String record(long pid, long pgid, Double createdAt, int memberPort) {
+        return String.format(java.util.Locale.ROOT, "{\"pid\": %d, \"pgid\": %d,%s \"name\": \"llama-swap\", \"member_ports\": [%d], \"proxy_port\": %d}",
+                pid, pgid, createdAt == null ? "" : String.format(java.util.Locale.ROOT, " \"created_at\": %.3f,", createdAt), memberPort, memberPort + 1);
+    }
+
+    private static String firstLine(Process process) throws IOException {
+        return new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)).readLine();
+    }
+
+    private static int freePort() throws IOException {
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
         }
     }
 

@@ -1,0 +1,73 @@
+package dev.warden.testing;
+
+import dev.warden.lock.FileStat;
+import dev.warden.lock.Posix;
+
+/** The real libc, for a test to override the one call whose failure it injects. */
+public class DelegatingPosix implements Posix {
+    private final Posix real;
+
+    public DelegatingPosix(Posix real) {
+        this.real = real;
+    }
+
+    @Override
+    public int openAt(int dirFd, String name, Open how) throws ErrnoException {
+        return real.openAt(dirFd, name, how);
+    }
+
+    @Override
+    public void lockExclusive(int fd, boolean wait) throws ErrnoException {
+        real.lockExclusive(fd, wait);
+    }
+
+    @Override
+    public void close(int fd) {
+        real.close(fd);
+    }
+
+    @Override
+    public FileStat fstat(int fd) throws ErrnoException {
+        return real.fstat(fd);
+    }
+
+    @Override
+    public FileStat statAt(int dirFd, String name) throws ErrnoException {
+        return real.statAt(dirFd, name);
+    }
+
+    @Override
+    public byte[] read(int fd, int max) throws ErrnoException {
+        return real.read(fd, max);
+    }
+
+    @Override
+    public void write(int fd, byte[] bytes) throws ErrnoException {
+        real.write(fd, bytes);
+    }
+
+    @Override
+    public boolean unlinkAt(int dirFd, String name) throws ErrnoException {
+        return real.unlinkAt(dirFd, name);
+    }
+
+    @Override
+    public void mkdirAt(int dirFd, String name) throws ErrnoException {
+        real.mkdirAt(dirFd, name);
+    }
+
+    @Override
+    public void renameAt(int dirFd, String from, String to) throws ErrnoException {
+        real.renameAt(dirFd, from, to);
+    }
+
+    @Override
+    public boolean kill(long pid, int signal) throws ErrnoException {
+        return real.kill(pid, signal);
+    }
+
+    @Override
+    public RecordLock conflictingRecordLock(int fd, long start, long length) throws ErrnoException {
+        return real.conflictingRecordLock(fd, start, length);
+    }
+}
