@@ -20,10 +20,10 @@ class FootprintBench {
 
     /** The JVM flags the container image starts warden with: read from its Dockerfile, so they cannot drift. */
     static List<String> containerFlags() throws java.io.IOException {
-        java.util.regex.Matcher opts = java.util.regex.Pattern.compile("JAVA_OPTS_APPEND=\"([^\"]*)\"")
+        java.util.regex.Matcher opts = java.util.regex.Pattern.compile("JAVA_OPTS=\"([^\"]*)\"")
                 .matcher(Files.readString(DOCKERFILE));
         if (!opts.find()) {
-            throw new AssertionError("no JAVA_OPTS_APPEND in " + DOCKERFILE);
+            throw new AssertionError("no JAVA_OPTS in " + DOCKERFILE);
         }
         return List.of(opts.group(1).trim().split("\\s+"));
     }

@@ -84,7 +84,7 @@ class KubernetesTypesInteropIT {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"emptydir", "pvc"})
+    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar"})
     void eachKustomizeOverlayDecodesStrictly(String overlay) throws Exception {
         Run decoded = accepted("", tool("kubecheck"), "--kustomize", "k8s/overlays/" + overlay);
         assertTrue(decoded.output().contains("ok apps/v1 Deployment warden"), decoded.output());

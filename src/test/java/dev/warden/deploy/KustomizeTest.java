@@ -32,7 +32,7 @@ class KustomizeTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"emptydir", "pvc"})
+    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar"})
     void eachOverlayBuildsAPodThatHonoursTheProtocol(String overlay) throws Exception {
         List<JsonNode> objects = PodChecks.objects(kustomize(overlay));
         PodChecks.assertHonoursTheProtocol(PodChecks.kind(objects, "Deployment"));
@@ -40,6 +40,10 @@ class KustomizeTest {
         assertFalse(PodChecks.kind(objects, "Service").isMissingNode());
         JsonNode shared = PodChecks.kind(objects, "Deployment").at("/spec/template/spec/volumes/0");
         assertEquals("shared", shared.path("name").asText());
+        JsonNode pod = PodChecks.kind(objects, "Deployment").at("/spec/template/spec");
+        // The classic-sidecar component moves warden to the containers, first, and leaves no init container.
+        assertEquals(overlay.equals("classic-sidecar"), pod.path("initContainers").isMissingNode(), pod.toString());
+        assertEquals(overlay.equals("classic-sidecar") ? "warden" : "llama-swap", pod.at("/containers/0/name").asText());
         if (overlay.equals("pvc")) {
             assertEquals("warden-data", shared.at("/persistentVolumeClaim/claimName").asText(), shared.toString());
             assertTrue(shared.path("emptyDir").isMissingNode(), shared.toString());

@@ -1,0 +1,227 @@
+package dev.warden.deploy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.warden.testing.Await;
+import dev.warden.testing.Peer;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * warden's image as a container runtime runs it (podman; .ci/run builds the image on a local base),
+ * checked from outside: the user, the filesystem and capabilities it runs with, its probes on a
+ * published loopback port, its lock on a volume the host can see, SIGTERM, two containers on one
+ * volume, and the plain manifests played with {@code podman kube play}. Runs with
+ * {@code -Pcontainer -Dcontainer.image=... -Dcontainer.llama-swap-image=...}.
+ */
+class ImageContainerIT {
+
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+    @TempDir
+    Path dir;
+
+    private Path volume;
+    private final List<String> containers = new ArrayList<>();
+    private final List<Path> played = new ArrayList<>();
+
+    record Run(int exitCode, String output) {
+    }
+
+    private static String image(String name) {
+        String image = System.getProperty("warden.container." + name, "");
+        if (image.isEmpty()) {
+            String why = "no " + name + ": run with -Pcontainer -Dcontainer." + name + "=<image>, as .ci/run does";
+            System.err.println("SKIPPED: " + why);
+            Assumptions.abort(why);
+        }
+        return image;
+    }
+
+    /** A volume as a pod's fsGroup makes one: owned by warden's UID and group, setgid, group-writable. */
+    @BeforeEach
+    void aVolumeWardensUidCanWrite() throws IOException, InterruptedException {
+        image("image");
+        Assumptions.assumeTrue("0".equals(new String(new ProcessBuilder("id", "-u").start().getInputStream().readAllBytes()).strip()),
+                "SKIPPED: the volume is chowned to warden's UID, which needs root (CI runs as root)");
+        Files.setAttribute(dir, "unix:mode", 0755);
+        volume = Files.createDirectory(dir.resolve("volume"));
+        Files.setAttribute(volume, "unix:uid", 1001);
+        Files.setAttribute(volume, "unix:gid", 1001);
+        Files.setAttribute(volume, "unix:mode", 02775);
+    }
+
+    @AfterEach
+    void removeEveryContainer() throws Exception {
+        for (Path yaml : played) {
+            podman("kube", "down", yaml.toString());
+        }
+        for (String name : containers) {
+            podman("rm", "-f", "-t", "0", name);
+        }
+    }
+
+    private static Run podman(String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of("podman"));
+        command.addAll(List.of(args));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!process.waitFor(180, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError(String.join(" ", command) + " did not finish: " + out);
+        }
+        return new Run(process.exitValue(), out.strip());
+    }
+
+    private static String ok(String... args) throws IOException, InterruptedException {
+        Run run = podman(args);
+        assertEquals(0, run.exitCode(), "podman " + String.join(" ", args) + "\n" + run.output());
+        return run.output();
+    }
+
+    /** {@code warden serve} in the image as the manifests run it, its management port published on loopback. */
+    private String serve(String name, int managementPort, String... extra) throws IOException, InterruptedException {
+        containers.add(name);
+        List<String> args = new ArrayList<>(List.of("run", "-d", "--name", name, "--read-only", "--tmpfs", "/tmp:rw,mode=1777",
+                "--cap-drop=ALL", "--security-opt=no-new-privileges", "-v", volume + ":/var/lib/lilbee",
+                "-e", "WARDEN_DATA_ROOT=/var/lib/lilbee", "-e", "WARDEN_ENGINE_DIR=/var/lib/lilbee/engine",
+                "-p", "127.0.0.1:" + managementPort + ":9096"));
+        args.addAll(List.of(extra));
+        args.add(image("image"));
+        ok(args.toArray(String[]::new));
+        return name;
+    }
+
+    private static int status(int port, String path) {
+        try {
+            return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(2)).build(),
+                    HttpResponse.BodyHandlers.discarding()).statusCode();
+        } catch (IOException e) {
+            return -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
+    }
+
+    /** Waits for {@code path} to answer {@code code}; fails with the container's log when it never does. */
+    private static void awaitStatus(String container, int port, String path, int code) throws IOException, InterruptedException {
+        try {
+            Await.until(path + " on port " + port + " answers " + code, () -> status(port, path) == code);
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "\n" + container + ": " + podman("ps", "-a", "--filter", "name=" + container,
+                    "--format", "{{.Status}}").output() + "\n" + podman("logs", container).output(), e);
+        }
+    }
+
+    @Test
+    void theImageRunsUnprivilegedOnAReadOnlyRootAndSigtermFreesTheLock() throws Exception {
+        int port = freePort();
+        String warden = serve("warden-it-" + System.nanoTime(), port, "-e", "JAVA_OPTS_APPEND=-Dit.appended=yes");
+        awaitStatus(warden, port, "/q/health/ready", 200);
+        assertEquals("1001", ok("exec", warden, "id", "-u"));
+        assertEquals("CapEff:\t0000000000000000", ok("exec", warden, "grep", "CapEff", "/proc/1/status"));
+        assertNotEquals(0, podman("exec", warden, "touch", "/written").exitCode(), "the root filesystem is read-only");
+        String cmdline = ok("exec", warden, "cat", "/proc/1/cmdline").replace('\0', ' ');
+        assertTrue(cmdline.contains("-Xmx64m") && cmdline.contains("-Dit.appended=yes"),
+                "JAVA_OPTS_APPEND adds to the image's flags: " + cmdline);
+        assertFalse(ok("exec", warden, "ls", "-a", "/tmp").contains("hsperfdata"), "no hsperfdata in a shared /tmp");
+
+        Path lock = volume.resolve("data/server.lock");
+        assertFalse(Peer.flockCanTake(lock), "the host's flock(1) sees the container's lock");
+        // umask 002: another UID in the pod's fsGroup may open the lock file and the dir warden made.
+        assertEquals(0664, mode(lock), Integer.toOctalString(mode(lock)));
+        assertEquals(0775, mode(lock.getParent()) & 0777, Integer.toOctalString(mode(lock.getParent())));
+
+        ok("stop", "-t", "30", warden);
+        assertEquals("0", ok("inspect", warden, "--format", "{{.State.ExitCode}}"), ok("logs", warden));
+        assertTrue(Peer.flockCanTake(lock), "SIGTERM lets go of the lock");
+    }
+
+    /** Two containers on one volume: exactly one ready; SIGKILL the ready one and the other takes over. */
+    @Test
+    void twoContainersOnOneVolumeGiveOneReadyAndAKillFailsOver() throws Exception {
+        int first = freePort();
+        int second = freePort();
+        String holder = serve("warden-it-a-" + System.nanoTime(), first);
+        awaitStatus(holder, first, "/q/health/ready", 200);
+        String standby = serve("warden-it-b-" + System.nanoTime(), second);
+        // Not started either: the startup probe, which holds llama-swap back, waits for the lock.
+        awaitStatus(standby, second, "/q/health/live", 200);
+        assertEquals(503, status(second, "/q/health/started"), "the standby has not started while the holder lives");
+        assertEquals(503, status(second, "/q/health/ready"), "the standby is not ready while the holder lives");
+        assertEquals(200, status(first, "/q/health/ready"));
+
+        long killed = System.nanoTime();
+        ok("kill", "--signal", "KILL", holder);
+        while (status(second, "/q/health/ready") != 200) {
+            assertTrue(System.nanoTime() - killed < Duration.ofSeconds(30).toNanos(), "the standby never took over: " + ok("logs", standby));
+            Thread.sleep(10);
+        }
+        // A number for the closing note and the benchmarks, not an assertion: tests check behaviour.
+        System.out.printf("container failover: ready %d ms after podman kill%n", (System.nanoTime() - killed) / 1_000_000);
+        assertEquals(-1, status(first, "/q/health/ready"));
+    }
+
+    /**
+     * The plain manifests as written, played by podman: the classic-sidecar overlay (podman refuses
+     * native sidecars), warden and the real llama-swap side by side, both unprivileged.
+     */
+    @Test
+    void theClassicSidecarOverlayPlaysWithTheRealLlamaSwap() throws Exception {
+        image("llama-swap-image");
+        Process kustomize = new ProcessBuilder("kubectl", "kustomize", "k8s/overlays/classic-sidecar").redirectErrorStream(true).start();
+        String rendered = new String(kustomize.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, kustomize.waitFor(), rendered);
+        // The manifests name warden:0.1.0 and llama-swap:cpu; podman finds them as localhost/ images.
+        String yaml = rendered.replace("image: warden:0.1.0", "image: " + image("image"))
+                .replace("image: llama-swap:cpu", "image: " + image("llama-swap-image"));
+        Path play = Files.writeString(dir.resolve("play.yaml"), yaml);
+        played.add(play);
+        ok("kube", "play", play.toString());
+        // podman publishes every containerPort on the host: probes and llama-swap on loopback.
+        awaitStatus("warden-pod-0-warden", 9096, "/q/health/ready", 200);
+        awaitStatus("warden-pod-0-llama-swap", 8080, "/health", 200);
+        for (String container : List.of("warden-pod-0-warden", "warden-pod-0-llama-swap")) {
+            assertEquals("1001", ok("exec", container, "id", "-u"), container);
+            assertEquals("CapEff:\t0000000000000000", ok("exec", container, "grep", "CapEff", "/proc/self/status"), container);
+            assertNotEquals(0, podman("exec", container, "touch", "/written").exitCode(), container + ": read-only root");
+        }
+        // One process namespace: warden sees llama-swap, which it must be able to signal.
+        assertTrue(ok("exec", "warden-pod-0-warden", "sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '").contains("llama-swap"));
+        // The container, not the pod: podman 4.3's `pod stop` ends the pause process first, the PID 1 of a
+        // shared process namespace, and the kernel then SIGKILLs every other process of the pod.
+        ok("stop", "-t", "30", "warden-pod-0-warden");
+        assertEquals("0", ok("inspect", "warden-pod-0-warden", "--format", "{{.State.ExitCode}}"), ok("logs", "warden-pod-0-warden"));
+    }
+
+    private static int mode(Path path) throws IOException {
+        return (Integer) Files.getAttribute(path, "unix:mode", LinkOption.NOFOLLOW_LINKS) & 07777;
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+}
