@@ -70,6 +70,8 @@ final class EngineDirWatch {
     // Touched by whichever thread runs a pass (one at a time: tick is synchronized) and by stop.
     private HeldLock reaperLock;
     private boolean watchingUsersDir;
+    /** The last claim failed for a reason other than another holder (a read-only or missing dir). */
+    private boolean claimFailed;
     /** The dir does not exist (yet): nothing to watch there, which is not a failure to watch. */
     private volatile boolean absent;
     private volatile boolean stopped;
@@ -116,8 +118,16 @@ final class EngineDirWatch {
     /** The first claim: waits up to {@code timeout} to outlast a starting user's probe of the lock. */
     synchronized void start(Duration timeout) {
         claim(timeout);
-        LOG.infof("The reaper %s the %s engine dir %s", reaperLock != null ? "watches" : "does not watch yet ("
-                + status().detail() + "):", role(), dir().root());
+        if (reaperLock != null) {
+            LOG.infof("The reaper watches the %s engine dir %s", role(), dir().root());
+        } else if (claimFailed) {
+            LOG.warnf("The reaper cannot watch the %s engine dir: %s. Point warden.engine-dir (WARDEN_ENGINE_DIR) at the"
+                    + " engine dir lilbee uses on the shared volume, writable for uid %s; until then the reaper tries"
+                    + " again each tick.", role(), status().detail(), FileLocker.currentUid());
+        } else {
+            // The detail names the dir and why: nothing recorded there yet, or another reaper's lock.
+            LOG.infof("The reaper does not watch yet: %s", status().detail());
+        }
     }
 
     synchronized void tick() {
@@ -190,7 +200,9 @@ final class EngineDirWatch {
             publish(reaperLock != null ? "watching " + root
                     : "another reaper holds " + lock + " (lilbee's own, or another warden's); this warden takes"
                             + " over when it exits");
+            claimFailed = false;
         } catch (IOException e) {
+            claimFailed = true;
             publish("cannot claim " + lock + ": " + e.getMessage());
         }
         if (reaperLock != null && !watchingUsersDir) {

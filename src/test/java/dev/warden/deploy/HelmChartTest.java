@@ -57,6 +57,13 @@ class HelmChartTest {
     }
 
     @Test
+    void standbysOnEmptyDirsAreRefused(@TempDir Path dir) throws IOException {
+        Path values = Files.writeString(dir.resolve("values.yaml"), "storage: {type: emptyDir}\nreplicas: 2\n");
+        Exception e = assertThrows(Exception.class, () -> render(values));
+        assertTrue(e.getMessage().contains("each pod would get a volume of its own"), e.getMessage());
+    }
+
+    @Test
     void theEngineKeyIsAMountedSecretFile() throws IOException {
         JsonNode pod = kind(render(CHART.resolve("ci/classic-sidecar-values.yaml")), "Deployment").at("/spec/template/spec");
         JsonNode warden = container(pod, "containers", "warden");

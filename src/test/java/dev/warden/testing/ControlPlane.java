@@ -1,0 +1,215 @@
+package dev.warden.testing;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real Kubernetes control plane on loopback: etcd, kube-apiserver (RBAC, PodSecurity admission,
+ * certificates made here with openssl) and kube-controller-manager, so that Deployments really make
+ * ReplicaSets and Pods and admission judges the pods themselves. There is no kubelet: pods stay
+ * Pending. Binaries from {@code src/test/kubernetes/build-control-plane.sh}; kubectl from the PATH.
+ * Every process is stopped by {@link #close()}.
+ */
+public final class ControlPlane implements AutoCloseable {
+
+    private final Path work;
+    private final List<Process> processes = new ArrayList<>();
+    private final Path kubeconfig;
+
+    public record Run(int exitCode, String output) {
+    }
+
+    private ControlPlane(Path work) {
+        this.work = work;
+        this.kubeconfig = work.resolve("kubeconfig");
+    }
+
+    /** Starts the control plane from the binaries in {@code bin}, keeping its state in {@code work}; returns once it is ready. */
+    public static ControlPlane start(Path bin, Path work) throws IOException, InterruptedException {
+        ControlPlane plane = new ControlPlane(work);
+        try {
+            plane.boot(bin);
+        } catch (IOException | InterruptedException | RuntimeException | AssertionError e) {
+            plane.close();
+            throw e;
+        }
+        return plane;
+    }
+
+    private void boot(Path bin) throws IOException, InterruptedException {
+        Path pki = Files.createDirectories(work.resolve("pki"));
+        openssl(pki, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+                "-subj", "/CN=warden-test-ca");
+        certificate(pki, "apiserver", "/CN=kube-apiserver",
+                "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth");
+        certificate(pki, "admin", "/O=system:masters/CN=warden-test-admin", "extendedKeyUsage=clientAuth");
+        certificate(pki, "kcm", "/CN=system:kube-controller-manager", "extendedKeyUsage=clientAuth");
+        openssl(pki, "genrsa", "-out", "sa.key", "2048");
+        openssl(pki, "rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub");
+
+        int etcdPort = freePort();
+        int etcdPeerPort = freePort();
+        int apiPort = freePort();
+        int kcmPort = freePort();
+        String etcdUrl = "http://127.0.0.1:" + etcdPort;
+        String peerUrl = "http://127.0.0.1:" + etcdPeerPort;
+        launch("etcd", bin.resolve("etcd").toString(), "--name", "test", "--data-dir", work.resolve("etcd").toString(),
+                "--listen-client-urls", etcdUrl, "--advertise-client-urls", etcdUrl, "--listen-peer-urls", peerUrl,
+                "--initial-advertise-peer-urls", peerUrl, "--initial-cluster", "test=" + peerUrl, "--initial-cluster-state", "new");
+        launch("kube-apiserver", bin.resolve("kube-apiserver").toString(), "--etcd-servers=" + etcdUrl,
+                "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + apiPort,
+                "--endpoint-reconciler-type=none", "--tls-cert-file=" + pki.resolve("apiserver.crt"),
+                "--tls-private-key-file=" + pki.resolve("apiserver.key"), "--client-ca-file=" + pki.resolve("ca.crt"),
+                "--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + pki.resolve("sa.pub"),
+                "--service-account-signing-key-file=" + pki.resolve("sa.key"), "--api-audiences=https://kubernetes.default.svc",
+                "--service-cluster-ip-range=10.96.0.0/24", "--authorization-mode=RBAC", "--allow-privileged=false",
+                "--profiling=false", "--cert-dir=" + work.resolve("apiserver-certs"));
+
+        String server = "https://127.0.0.1:" + apiPort;
+        kubeconfig(kubeconfig, server, pki, "admin");
+        Path kcmConfig = work.resolve("kcm.kubeconfig");
+        kubeconfig(kcmConfig, server, pki, "kcm");
+        Await.until("kube-apiserver is ready", () -> {
+            alive();
+            try {
+                return kubectl(null, "get", "--raw", "/readyz").exitCode() == 0;
+            } catch (IOException e) {
+                return false;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        });
+        launch("kube-controller-manager", bin.resolve("kube-controller-manager").toString(), "--kubeconfig=" + kcmConfig,
+                "--authentication-kubeconfig=" + kcmConfig, "--authorization-kubeconfig=" + kcmConfig,
+                "--bind-address=127.0.0.1", "--secure-port=" + kcmPort, "--cert-dir=" + work.resolve("kcm-certs"),
+                "--leader-elect=false", "--service-account-private-key-file=" + pki.resolve("sa.key"),
+                "--root-ca-file=" + pki.resolve("ca.crt"), "--use-service-account-credentials=true", "--controllers=*");
+    }
+
+    /** A namespace whose pods PodSecurity judges at {@code restricted} (enforced, and warned of on apply); returns once its default ServiceAccount exists. */
+    public void restrictedNamespace(String name) throws IOException, InterruptedException {
+        ok(null, "create", "namespace", name);
+        ok(null, "label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted",
+                "pod-security.kubernetes.io/warn=restricted", "pod-security.kubernetes.io/audit=restricted");
+        Await.until("the default ServiceAccount of " + name, () -> {
+            try {
+                return kubectl(null, "-n", name, "get", "serviceaccount", "default").exitCode() == 0;
+            } catch (IOException e) {
+                return false;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        });
+    }
+
+    /** kubectl against this control plane, {@code stdin} (may be null) fed to it. */
+    public Run kubectl(String stdin, String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of("kubectl", "--kubeconfig=" + kubeconfig));
+        command.addAll(List.of(args));
+        return run(stdin, command);
+    }
+
+    /** kubectl, which must succeed. */
+    public String ok(String stdin, String... args) throws IOException, InterruptedException {
+        Run run = kubectl(stdin, args);
+        if (run.exitCode() != 0) {
+            throw new AssertionError("kubectl " + String.join(" ", args) + " failed (" + run.exitCode() + "):\n" + run.output());
+        }
+        return run.output();
+    }
+
+    /** The kubeconfig of a cluster admin, for helm and kubectl. */
+    public Path kubeconfig() {
+        return kubeconfig;
+    }
+
+    private void launch(String name, String... command) throws IOException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(work.resolve(name + ".log").toFile()).start();
+        processes.add(process);
+    }
+
+    private void alive() {
+        for (Process process : processes) {
+            if (!process.isAlive()) {
+                String name = process.info().command().orElse("a control-plane process");
+                throw new AssertionError(name + " exited with " + process.exitValue() + "; logs in " + work);
+            }
+        }
+    }
+
+    private void kubeconfig(Path file, String server, Path pki, String user) throws IOException, InterruptedException {
+        for (List<String> args : List.of(
+                List.of("config", "set-cluster", "test", "--server=" + server, "--certificate-authority=" + pki.resolve("ca.crt"),
+                        "--embed-certs"),
+                List.of("config", "set-credentials", user, "--client-certificate=" + pki.resolve(user + ".crt"),
+                        "--client-key=" + pki.resolve(user + ".key"), "--embed-certs"),
+                List.of("config", "set-context", "test", "--cluster=test", "--user=" + user),
+                List.of("config", "use-context", "test"))) {
+            List<String> command = new ArrayList<>(List.of("kubectl", "--kubeconfig=" + file));
+            command.addAll(args);
+            Run run = run(null, command);
+            if (run.exitCode() != 0) {
+                throw new IOException(String.join(" ", command) + ": " + run.output());
+            }
+        }
+    }
+
+    private static void certificate(Path pki, String name, String subject, String extensions) throws IOException, InterruptedException {
+        openssl(pki, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out", name + ".csr", "-subj", subject);
+        Files.writeString(pki.resolve(name + ".ext"), extensions + "\n");
+        openssl(pki, "x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+                "-out", name + ".crt", "-extfile", name + ".ext");
+    }
+
+    private static void openssl(Path dir, String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of("openssl"));
+        command.addAll(List.of(args));
+        Process process = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
+        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (process.waitFor() != 0) {
+            throw new IOException(String.join(" ", command) + ": " + out);
+        }
+    }
+
+    private static Run run(String stdin, List<String> command) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        try (var in = process.getOutputStream()) {
+            if (stdin != null) {
+                in.write(stdin.getBytes(StandardCharsets.UTF_8));
+            }
+        }
+        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!process.waitFor(120, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError(String.join(" ", command) + " did not finish: " + out);
+        }
+        return new Run(process.exitValue(), out);
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    /** Stops the controller manager, the API server and etcd, in that order, by pid. */
+    @Override
+    public void close() throws InterruptedException {
+        for (Process process : processes.reversed()) {
+            process.destroy();
+            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                process.waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+}
