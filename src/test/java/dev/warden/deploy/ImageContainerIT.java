@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.testing.Await;
 import dev.warden.testing.Peer;
+import dev.warden.testing.Podman;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -20,7 +21,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -45,11 +45,8 @@ class ImageContainerIT {
     private final List<String> containers = new ArrayList<>();
     private final List<Path> played = new ArrayList<>();
 
-    record Run(int exitCode, String output) {
-    }
-
     private static String image(String name) {
-        String image = System.getProperty("warden.container." + name, "");
+        String image = Podman.image(name);
         if (image.isEmpty()) {
             String why = "no " + name + ": run with -Pcontainer -Dcontainer." + name + "=<image>, as .ci/run does";
             System.err.println("SKIPPED: " + why);
@@ -81,22 +78,12 @@ class ImageContainerIT {
         }
     }
 
-    private static Run podman(String... args) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of("podman"));
-        command.addAll(List.of(args));
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!process.waitFor(180, TimeUnit.SECONDS)) {
-            process.destroyForcibly();
-            throw new AssertionError(String.join(" ", command) + " did not finish: " + out);
-        }
-        return new Run(process.exitValue(), out.strip());
+    private static Podman.Run podman(String... args) throws IOException, InterruptedException {
+        return Podman.run(args);
     }
 
     private static String ok(String... args) throws IOException, InterruptedException {
-        Run run = podman(args);
-        assertEquals(0, run.exitCode(), "podman " + String.join(" ", args) + "\n" + run.output());
-        return run.output();
+        return Podman.ok(args);
     }
 
     /** {@code warden serve} in the image as the manifests run it, its management port published on loopback. */
@@ -137,7 +124,7 @@ class ImageContainerIT {
     @Test
     void theImageRunsUnprivilegedOnAReadOnlyRootAndSigtermFreesTheLock() throws Exception {
         int port = freePort();
-        String warden = serve("warden-it-" + System.nanoTime(), port, "-e", "JAVA_OPTS_APPEND=-Dit.appended=yes");
+        String warden = serve("warden-it-" + System.nanoTime(), port, "-e", "JAVA_OPTS_APPEND=-Dit.appended=yes -XX:AOTMode=on");
         awaitStatus(warden, port, "/q/health/ready", 200);
         assertEquals("1001", ok("exec", warden, "id", "-u"));
         assertEquals("CapEff:\t0000000000000000", ok("exec", warden, "grep", "CapEff", "/proc/1/status"));
@@ -145,6 +132,9 @@ class ImageContainerIT {
         String cmdline = ok("exec", warden, "cat", "/proc/1/cmdline").replace('\0', ' ');
         assertTrue(cmdline.contains("-Xmx64m") && cmdline.contains("-Dit.appended=yes"),
                 "JAVA_OPTS_APPEND adds to the image's flags: " + cmdline);
+        // -XX:AOTMode=on makes the JVM refuse to start without the image's AOT cache: it was trained with
+        // these very flags, JVM and class path, so warden starts from it (a rejected cache only shows as a slow start).
+        assertTrue(cmdline.contains("-XX:AOTCache=/deployments/app.aot"), cmdline);
         assertFalse(ok("exec", warden, "ls", "-a", "/tmp").contains("hsperfdata"), "no hsperfdata in a shared /tmp");
 
         Path lock = volume.resolve("data/server.lock");

@@ -1,0 +1,97 @@
+package dev.warden.bench;
+
+import dev.warden.testing.Podman;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Figure 6: the image as shipped (its jlink'd JRE, its flags, its AOT cache), started by podman as the
+ * manifests run it, against the same image told to ignore its cache ({@code -XX:AOTMode=off}). Needs
+ * {@code -Dcontainer.image=...} (.ci/run passes the image it built) and root.
+ */
+class ImageFootprintBench {
+
+    private static final int STARTS = Integer.getInteger("warden.bench.starts", 10);
+    private static final long IDLE_MS = Long.getLong("warden.bench.idle-ms", 60_000);
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void footprint() throws Exception {
+        String image = Podman.image("image");
+        Assumptions.assumeFalse(image.isEmpty(), "SKIPPED: no -Dcontainer.image");
+        Files.setAttribute(dir, "unix:mode", 0755);
+        List<String> rows = new java.util.ArrayList<>();
+        for (String mode : List.of("on", "off")) {
+            long[] startMicros = new long[STARTS];
+            long rssKb = 0;
+            for (int i = 0; i < STARTS; i++) {
+                Path volume = Files.createDirectory(dir.resolve(mode + i));
+                Files.setAttribute(volume, "unix:uid", 1001);
+                String name = "warden-bench-" + System.nanoTime();
+                int port = freePort();
+                long started = System.nanoTime();
+                Podman.ok("run", "-d", "--name", name, "--read-only", "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL",
+                        "-v", volume + ":/var/lib/lilbee", "-e", "WARDEN_DATA_ROOT=/var/lib/lilbee",
+                        "-e", "WARDEN_ENGINE_DIR=/var/lib/lilbee/engine", "-e", "JAVA_OPTS_APPEND=-XX:AOTMode=" + mode,
+                        "-p", "127.0.0.1:" + port + ":9096", image);
+                try {
+                    while (status(port) != 200) {
+                        Thread.sleep(2);
+                    }
+                    startMicros[i] = (System.nanoTime() - started) / 1000;
+                    if (i == STARTS - 1) {
+                        Thread.sleep(IDLE_MS);
+                        String pid = Podman.ok("inspect", name, "--format", "{{.State.Pid}}");
+                        rssKb = Files.readAllLines(Path.of("/proc", pid, "status")).stream()
+                                .filter(l -> l.startsWith("VmRSS:")).map(l -> Long.parseLong(l.replaceAll("\\D", "")))
+                                .findFirst().orElse(0L);
+                    }
+                } finally {
+                    Podman.run("rm", "-f", "-t", "0", name);
+                }
+            }
+            long[] sorted = TakeoverBench.stats(startMicros);
+            String what = mode.equals("on") ? "with its AOT cache" : "cache ignored (-XX:AOTMode=off)";
+            rows.add(TakeoverBench.row("`podman run` to ready, " + what + " (ms)", sorted, mode.equals("on") ? "< 800 ms" : ""));
+            rows.add(String.format(Locale.ROOT, "| resident memory after %d s idle, %s | %.1f MB | | | | 1 | %s |",
+                    IDLE_MS / 1000, what, rssKb / 1024.0, mode.equals("on") ? "< 96 MB" : ""));
+        }
+        Report.section("6. The image", "`" + image + "` run by podman as the manifests run it (read-only root, /tmp a tmpfs,"
+                + " no capabilities, a host directory as the volume), with its own JRE, flags and AOT cache. Start: from"
+                + " `podman run` (container creation included) until /q/health/ready answers 200 on a published loopback"
+                + " port (polled every 2 ms). RSS: VmRSS of the JVM after " + IDLE_MS / 1000 + " s idle.",
+                List.of("| figure | median | p99 | min | max | runs | goal |", "|---|---|---|---|---|---|---|"), rows);
+    }
+
+    private static int status(int port) {
+        try {
+            return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/q/health/ready"))
+                    .timeout(Duration.ofSeconds(1)).build(), HttpResponse.BodyHandlers.discarding()).statusCode();
+        } catch (IOException e) {
+            return -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+}
