@@ -1,5 +1,6 @@
 package dev.warden.cli;
 
+import dev.warden.config.ContainerVolume;
 import dev.warden.config.LilbeeEnvironment;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
@@ -9,6 +10,7 @@ import dev.warden.lock.LockException;
 import dev.warden.reaper.ReaperService;
 import io.quarkus.runtime.Quarkus;
 import jakarta.inject.Inject;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -105,6 +107,9 @@ public class ServeCommand implements Callable<Integer> {
         exitCleanlyOn("INT");
         LilbeePaths lilbee = paths.resolve(config);
         LOG.infof("Data root %s (from %s)", lilbee.dataRoot(), lilbee.rootOrigin());
+        if (ContainerVolume.inContainer(System.getenv())) {
+            ContainerVolume.warning(lilbee.dataRoot(), Path.of("/")).ifPresent(LOG::warn);
+        }
         LilbeeEnvironment.current().ignoredVariables(lilbee, config.dataDir().isPresent(), config.lancedbDir().isPresent())
                 .forEach(LOG::warn);
         Optional<Refusal> refusal;

@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import dev.warden.testing.Await;
 import dev.warden.testing.Peer;
 import dev.warden.testing.Podman;
@@ -136,6 +139,7 @@ class ImageContainerIT {
         // these very flags, JVM and class path, so warden starts from it (a rejected cache only shows as a slow start).
         assertTrue(cmdline.contains("-XX:AOTCache=/deployments/app.aot"), cmdline);
         assertFalse(ok("exec", warden, "ls", "-a", "/tmp").contains("hsperfdata"), "no hsperfdata in a shared /tmp");
+        assertFalse(ok("logs", warden).contains("own filesystem"), "a data root on a volume is not warned about");
 
         Path lock = volume.resolve("data/server.lock");
         assertFalse(Peer.flockCanTake(lock), "the host's flock(1) sees the container's lock");
@@ -146,6 +150,19 @@ class ImageContainerIT {
         ok("stop", "-t", "30", warden);
         assertEquals("0", ok("inspect", warden, "--format", "{{.State.ExitCode}}"), ok("logs", warden));
         assertTrue(Peer.flockCanTake(lock), "SIGTERM lets go of the lock");
+    }
+
+    /** A data root on the container's own filesystem (no volume mounted) is said at start, with the fix. */
+    @Test
+    void aDataRootWithNoVolumeIsNamedInTheLog() throws Exception {
+        int port = freePort();
+        String name = "warden-it-novolume-" + System.nanoTime();
+        containers.add(name);
+        ok("run", "-d", "--name", name, "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL", "-e", "WARDEN_DATA_ROOT=/deployments/lilbee",
+                "-e", "WARDEN_ENGINE_DIR=/deployments/lilbee/engine", "-p", "127.0.0.1:" + port + ":9096", image("image"));
+        awaitStatus(name, port, "/q/health/ready", 200);
+        assertTrue(ok("logs", name).contains("The data root /deployments/lilbee is on this container's own filesystem, not on a"
+                + " volume"), ok("logs", name));
     }
 
     /** Two containers on one volume: exactly one ready; SIGKILL the ready one and the other takes over. */
@@ -203,6 +220,70 @@ class ImageContainerIT {
         // shared process namespace, and the kernel then SIGKILLs every other process of the pod.
         ok("stop", "-t", "30", "warden-pod-0-warden");
         assertEquals("0", ok("inspect", "warden-pod-0-warden", "--format", "{{.State.ExitCode}}"), ok("logs", "warden-pod-0-warden"));
+    }
+
+    /**
+     * Two pods played from the classic-sidecar overlay share its emptyDir (podman shares one by name
+     * across pods, as a ReadWriteMany volume would be shared): exactly one is ready; {@code podman pod
+     * kill} of that one makes the other ready. Their containerPorts are dropped (podman would publish each
+     * on the host, twice); each warden is asked from inside its own pod, over bash's /dev/tcp.
+     */
+    @Test
+    void twoPlayedPodsOnOneVolumeGiveOneReadyAndAPodKillFailsOver() throws Exception {
+        image("llama-swap-image");
+        Process kustomize = new ProcessBuilder("kubectl", "kustomize", "k8s/overlays/classic-sidecar").redirectErrorStream(true).start();
+        String rendered = new String(kustomize.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, kustomize.waitFor(), rendered);
+        YAMLMapper yaml = new YAMLMapper();
+        for (String pod : List.of("warden-a", "warden-b")) {
+            List<JsonNode> objects = PodChecks.objects(rendered);
+            for (JsonNode object : objects) {
+                if (object.path("kind").asText().equals("Deployment")) {
+                    ((ObjectNode) object.path("metadata")).put("name", pod);
+                    for (JsonNode container : object.at("/spec/template/spec/containers")) {
+                        ((ObjectNode) container).remove("ports");
+                        String image = container.path("image").asText();
+                        ((ObjectNode) container).put("image", image.startsWith("warden:") ? image("image") : image("llama-swap-image"));
+                    }
+                }
+            }
+            StringBuilder out = new StringBuilder();
+            for (JsonNode object : objects) {
+                out.append(yaml.writeValueAsString(object));
+            }
+            Path play = Files.writeString(dir.resolve(pod + ".yaml"), out.toString());
+            played.add(play);
+            ok("kube", "play", play.toString());
+            if (pod.equals("warden-a")) {
+                Await.until("warden-a is ready", () -> readyInside("warden-a-pod-0-warden") == 200);
+            }
+        }
+        Await.until("warden-b answers as a standby", () -> readyInside("warden-b-pod-0-warden") == 503);
+        assertEquals(200, readyInside("warden-a-pod-0-warden"), "one ready pod");
+
+        long killed = System.nanoTime();
+        ok("pod", "kill", "--signal", "KILL", "warden-a-pod-0");
+        while (readyInside("warden-b-pod-0-warden") != 200) {
+            assertTrue(System.nanoTime() - killed < Duration.ofSeconds(30).toNanos(), "warden-b never took over: "
+                    + ok("logs", "warden-b-pod-0-warden"));
+        }
+        // For the closing note: each ask is a podman exec, so this is coarse (about a tenth of a second a sample).
+        System.out.printf("pod failover: ready %d ms after podman pod kill%n", (System.nanoTime() - killed) / 1_000_000);
+    }
+
+    /** The HTTP status of warden's readiness probe, asked inside its container over bash's /dev/tcp (-1: no answer). */
+    private static int readyInside(String container) {
+        try {
+            Podman.Run run = podman("exec", container, "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9096 && printf 'GET"
+                    + " /q/health/ready HTTP/1.0\\r\\n\\r\\n' >&3 && head -1 <&3");
+            String[] status = run.output().split(" ");
+            return run.exitCode() == 0 && status.length > 1 ? Integer.parseInt(status[1]) : -1;
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
     }
 
     private static int mode(Path path) throws IOException {
