@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.testing.Await;
+import dev.warden.testing.Command;
 import dev.warden.testing.ControlPlane;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -104,17 +105,17 @@ class ApiServerInteropIT {
     void negativeControlsAreRefused() throws Exception {
         String namespace = "negative";
         plane.restrictedNamespace(namespace);
-        ControlPlane.Run root = plane.kubectl(null, "-n", namespace, "run", "as-root", "--image=warden:0.1.0", "--restart=Never");
+        Command.Run root = plane.kubectl(null, "-n", namespace, "run", "as-root", "--image=warden:0.1.0", "--restart=Never");
         assertNotEquals(0, root.exitCode(), root.output());
         assertTrue(root.output().contains("violates PodSecurity \"restricted:latest\""), root.output());
 
         String deployment = plane.ok(null, "kustomize", "k8s/overlays/emptydir");
-        ControlPlane.Run typo = plane.kubectl(deployment.replace("readOnlyRootFilesystem: true", "readOnlyRootFilesytem: true"),
+        Command.Run typo = plane.kubectl(deployment.replace("readOnlyRootFilesystem: true", "readOnlyRootFilesytem: true"),
                 "apply", "--server-side", "--validate=strict", "-n", namespace, "-f", "-");
         assertNotEquals(0, typo.exitCode(), typo.output());
         assertTrue(typo.output().contains("readOnlyRootFilesytem: field not declared in schema"), typo.output());
 
-        ControlPlane.Run privileged = plane.kubectl(deployment.replace("allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true"),
+        Command.Run privileged = plane.kubectl(deployment.replace("allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true"),
                 "apply", "--server-side", "--validate=strict", "-n", namespace, "-f", "-");
         assertEquals(0, privileged.exitCode(), privileged.output());
         assertTrue(privileged.output().contains("would violate PodSecurity"), "warned on apply: " + privileged.output());

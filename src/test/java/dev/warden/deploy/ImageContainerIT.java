@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import dev.warden.testing.Await;
+import dev.warden.testing.Command;
 import dev.warden.testing.Peer;
 import dev.warden.testing.Podman;
 import java.io.IOException;
@@ -17,7 +18,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -81,7 +81,7 @@ class ImageContainerIT {
         }
     }
 
-    private static Podman.Run podman(String... args) throws IOException, InterruptedException {
+    private static Command.Run podman(String... args) throws IOException, InterruptedException {
         return Podman.run(args);
     }
 
@@ -197,9 +197,7 @@ class ImageContainerIT {
     @Test
     void theClassicSidecarOverlayPlaysWithTheRealLlamaSwap() throws Exception {
         image("llama-swap-image");
-        Process kustomize = new ProcessBuilder("kubectl", "kustomize", "k8s/overlays/classic-sidecar").redirectErrorStream(true).start();
-        String rendered = new String(kustomize.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertEquals(0, kustomize.waitFor(), rendered);
+        String rendered = Command.ok(null, List.of("kubectl", "kustomize", "k8s/overlays/classic-sidecar"));
         // The manifests name warden:0.1.0 and llama-swap:cpu; podman finds them as localhost/ images.
         String yaml = rendered.replace("image: warden:0.1.0", "image: " + image("image"))
                 .replace("image: llama-swap:cpu", "image: " + image("llama-swap-image"));
@@ -231,9 +229,7 @@ class ImageContainerIT {
     @Test
     void twoPlayedPodsOnOneVolumeGiveOneReadyAndAPodKillFailsOver() throws Exception {
         image("llama-swap-image");
-        Process kustomize = new ProcessBuilder("kubectl", "kustomize", "k8s/overlays/classic-sidecar").redirectErrorStream(true).start();
-        String rendered = new String(kustomize.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertEquals(0, kustomize.waitFor(), rendered);
+        String rendered = Command.ok(null, List.of("kubectl", "kustomize", "k8s/overlays/classic-sidecar"));
         YAMLMapper yaml = new YAMLMapper();
         for (String pod : List.of("warden-a", "warden-b")) {
             List<JsonNode> objects = PodChecks.objects(rendered);
@@ -274,7 +270,7 @@ class ImageContainerIT {
     /** The HTTP status of warden's readiness probe, asked inside its container over bash's /dev/tcp (-1: no answer). */
     private static int readyInside(String container) {
         try {
-            Podman.Run run = podman("exec", container, "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9096 && printf 'GET"
+            Command.Run run = podman("exec", container, "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9096 && printf 'GET"
                     + " /q/health/ready HTTP/1.0\\r\\n\\r\\n' >&3 && head -1 <&3");
             String[] status = run.output().split(" ");
             return run.exitCode() == 0 && status.length > 1 ? Integer.parseInt(status[1]) : -1;

@@ -3,13 +3,12 @@ package dev.warden.deploy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.warden.testing.Command;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -28,9 +27,6 @@ class KubernetesTypesInteropIT {
 
     private static final Path CHART = Path.of("helm", "warden");
 
-    record Run(int exitCode, String output) {
-    }
-
     static String tool(String name) {
         String path = System.getProperty("warden.interop." + name, "");
         if (path.isEmpty()) {
@@ -41,21 +37,12 @@ class KubernetesTypesInteropIT {
         return path;
     }
 
-    static Run run(String stdin, String... command) throws IOException, InterruptedException {
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        try (var in = process.getOutputStream()) {
-            in.write(stdin.getBytes(StandardCharsets.UTF_8));
-        }
-        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!process.waitFor(120, TimeUnit.SECONDS)) {
-            process.destroyForcibly();
-            throw new AssertionError(String.join(" ", command) + " did not finish: " + out);
-        }
-        return new Run(process.exitValue(), out);
+    static Command.Run run(String stdin, String... command) throws IOException, InterruptedException {
+        return Command.run(stdin, List.of(command));
     }
 
-    static Run accepted(String stdin, String... command) throws IOException, InterruptedException {
-        Run result = run(stdin, command);
+    static Command.Run accepted(String stdin, String... command) throws IOException, InterruptedException {
+        Command.Run result = run(stdin, command);
         assertEquals(0, result.exitCode(), String.join(" ", command) + "\n" + result.output());
         return result;
     }
@@ -67,7 +54,7 @@ class KubernetesTypesInteropIT {
     @ParameterizedTest
     @MethodSource("ciValues")
     void everyCiValuesFilePassesHelmLintStrict(Path values) throws Exception {
-        Run lint = accepted("", tool("helm"), "lint", "--strict", CHART.toString(), "-f", values.toString());
+        Command.Run lint = accepted("", tool("helm"), "lint", "--strict", CHART.toString(), "-f", values.toString());
         assertTrue(lint.output().contains("0 chart(s) failed"), lint.output());
     }
 
@@ -75,7 +62,7 @@ class KubernetesTypesInteropIT {
     @MethodSource("ciValues")
     void everyObjectTheChartRendersDecodesStrictly(Path values) throws Exception {
         String rendered = accepted("", tool("helm"), "template", "lib", CHART.toString(), "-f", values.toString()).output();
-        Run decoded = accepted(rendered, tool("kubecheck"), "-");
+        Command.Run decoded = accepted(rendered, tool("kubecheck"), "-");
         // The pod, its volume, config and service, and the `helm test` hook: all of them decoded.
         assertTrue(decoded.output().contains("ok apps/v1 Deployment lib-warden"), decoded.output());
         assertTrue(decoded.output().contains("ok v1 Pod lib-warden-test-readiness"), decoded.output());
@@ -93,7 +80,7 @@ class KubernetesTypesInteropIT {
     @ParameterizedTest
     @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar"})
     void eachKustomizeOverlayDecodesStrictly(String overlay) throws Exception {
-        Run decoded = accepted("", tool("kubecheck"), "--kustomize", "k8s/overlays/" + overlay);
+        Command.Run decoded = accepted("", tool("kubecheck"), "--kustomize", "k8s/overlays/" + overlay);
         assertTrue(decoded.output().contains("ok apps/v1 Deployment warden"), decoded.output());
         assertTrue(decoded.output().contains("ok v1 Service warden"), decoded.output());
     }
@@ -105,15 +92,15 @@ class KubernetesTypesInteropIT {
         int line = deployment.indexOf(deployment.stream().filter(l -> l.trim().equals("shareProcessNamespace: true"))
                 .findFirst().orElseThrow());
         deployment.set(line, deployment.get(line).replace("shareProcessNamespace", "shareProcessNamespaces"));
-        Run typo = run(String.join("\n", deployment), tool("kubecheck"), "-");
+        Command.Run typo = run(String.join("\n", deployment), tool("kubecheck"), "-");
         assertEquals(1, typo.exitCode(), typo.output());
         assertTrue(typo.output().contains("unknown field \"spec.template.spec.shareProcessNamespaces\""), typo.output());
 
-        Run wrongType = run("apiVersion: v1\nkind: Service\nmetadata:\n  name: x\nspec:\n  ports:\n    - port: http\n",
+        Command.Run wrongType = run("apiVersion: v1\nkind: Service\nmetadata:\n  name: x\nspec:\n  ports:\n    - port: http\n",
                 tool("kubecheck"), "-");
         assertEquals(1, wrongType.exitCode(), wrongType.output());
 
-        Run unknownKind = run("apiVersion: v1\nkind: Sidecar\nmetadata:\n  name: x\n", tool("kubecheck"), "-");
+        Command.Run unknownKind = run("apiVersion: v1\nkind: Sidecar\nmetadata:\n  name: x\n", tool("kubecheck"), "-");
         assertEquals(1, unknownKind.exitCode(), unknownKind.output());
         assertTrue(unknownKind.output().contains("no kind \"Sidecar\""), unknownKind.output());
     }

@@ -22,9 +22,6 @@ public final class ControlPlane implements AutoCloseable {
     private final List<Process> processes = new ArrayList<>();
     private final Path kubeconfig;
 
-    public record Run(int exitCode, String output) {
-    }
-
     private ControlPlane(Path work) {
         this.work = work;
         this.kubeconfig = work.resolve("kubeconfig");
@@ -111,19 +108,17 @@ public final class ControlPlane implements AutoCloseable {
     }
 
     /** kubectl against this control plane, {@code stdin} (may be null) fed to it. */
-    public Run kubectl(String stdin, String... args) throws IOException, InterruptedException {
+    public Command.Run kubectl(String stdin, String... args) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of("kubectl", "--kubeconfig=" + kubeconfig));
         command.addAll(List.of(args));
-        return run(stdin, command);
+        return Command.run(stdin, command);
     }
 
     /** kubectl, which must succeed. */
     public String ok(String stdin, String... args) throws IOException, InterruptedException {
-        Run run = kubectl(stdin, args);
-        if (run.exitCode() != 0) {
-            throw new AssertionError("kubectl " + String.join(" ", args) + " failed (" + run.exitCode() + "):\n" + run.output());
-        }
-        return run.output();
+        List<String> command = new ArrayList<>(List.of("kubectl", "--kubeconfig=" + kubeconfig));
+        command.addAll(List.of(args));
+        return Command.ok(stdin, command);
     }
 
     /** The kubeconfig of a cluster admin, for helm and kubectl. */
@@ -156,10 +151,7 @@ public final class ControlPlane implements AutoCloseable {
                 List.of("config", "use-context", "test"))) {
             List<String> command = new ArrayList<>(List.of("kubectl", "--kubeconfig=" + file));
             command.addAll(args);
-            Run run = run(null, command);
-            if (run.exitCode() != 0) {
-                throw new IOException(String.join(" ", command) + ": " + run.output());
-            }
+            Command.ok(null, command);
         }
     }
 
@@ -178,21 +170,6 @@ public final class ControlPlane implements AutoCloseable {
         if (process.waitFor() != 0) {
             throw new IOException(String.join(" ", command) + ": " + out);
         }
-    }
-
-    private static Run run(String stdin, List<String> command) throws IOException, InterruptedException {
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        try (var in = process.getOutputStream()) {
-            if (stdin != null) {
-                in.write(stdin.getBytes(StandardCharsets.UTF_8));
-            }
-        }
-        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!process.waitFor(120, TimeUnit.SECONDS)) {
-            process.destroyForcibly();
-            throw new AssertionError(String.join(" ", command) + " did not finish: " + out);
-        }
-        return new Run(process.exitValue(), out);
     }
 
     private static int freePort() throws IOException {

@@ -1,0 +1,42 @@
+package dev.warden.testing;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** Another program run to its end: what the deployment tests run helm, kubectl, kubecheck and podman with. */
+public final class Command {
+
+    private Command() {
+    }
+
+    /** Its exit code, and its stdout and stderr together. */
+    public record Run(int exitCode, String output) {
+    }
+
+    /** Runs {@code command} with {@code stdin} (null: none) fed to it; fails after three minutes. */
+    public static Run run(String stdin, List<String> command) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        try (var in = process.getOutputStream()) {
+            if (stdin != null) {
+                in.write(stdin.getBytes(StandardCharsets.UTF_8));
+            }
+        }
+        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!process.waitFor(180, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError(String.join(" ", command) + " did not finish: " + out);
+        }
+        return new Run(process.exitValue(), out);
+    }
+
+    /** The same, and it must exit 0: its output. */
+    public static String ok(String stdin, List<String> command) throws IOException, InterruptedException {
+        Run run = run(stdin, command);
+        if (run.exitCode() != 0) {
+            throw new AssertionError(String.join(" ", command) + " failed (" + run.exitCode() + "):\n" + run.output());
+        }
+        return run.output();
+    }
+}
