@@ -17,15 +17,19 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import org.jboss.logging.Logger;
 
 /**
@@ -59,6 +63,7 @@ public class LockKeeper {
     private final long pid = ProcessHandle.current().pid();
 
     private final AtomicReference<HoldSnapshot> published = new AtomicReference<>(HoldSnapshot.notStarted());
+    private final List<Consumer<Set<LockKind>>> planListeners = new CopyOnWriteArrayList<>();
     private final CompletableFuture<Void> stopSignal = new CompletableFuture<>();
     private volatile long lastRoundNanos = System.nanoTime();
     private volatile Thread thread;
@@ -100,6 +105,9 @@ public class LockKeeper {
         paths.scopeLock().ifPresent(p -> planned.add(new Slot(LockKind.SCOPE, p)));
         planned.add(new Slot(LockKind.DATA_DIR, paths.serverLock()));
         slots = List.copyOf(planned);
+        Set<LockKind> kinds = EnumSet.noneOf(LockKind.class);
+        planned.forEach(slot -> kinds.add(slot.kind));
+        planListeners.forEach(listener -> listener.accept(Set.copyOf(kinds)));
         if (paths.scopeDir().isPresent()) {
             // The owner file's first write would otherwise load and compile its JSON path on the takeover.
             ownerFile.warm(paths.dataDir(), pid);
@@ -115,6 +123,14 @@ public class LockKeeper {
         thread = keeper;
         keeper.start();
         return Optional.empty();
+    }
+
+    /**
+     * Calls {@code listener} with the kinds of lock each {@link #start} is about to hold, so the metrics
+     * have a series for each lock this warden holds and none for a lock it was not configured with.
+     */
+    public void onPlanned(Consumer<Set<LockKind>> listener) {
+        planListeners.add(listener);
     }
 
     /** Lets go of every lock (owner file before its scope lock), promptly. Safe to call twice. */

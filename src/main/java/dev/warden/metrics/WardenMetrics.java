@@ -11,6 +11,8 @@ import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Singleton;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * warden's gauges at {@code /q/metrics}. Each reads a snapshot the lock keeper or the reaper
@@ -21,6 +23,7 @@ public class WardenMetrics {
 
     private final LockKeeper keeper;
     private final ReaperService reaper;
+    private final Set<LockKind> registered = ConcurrentHashMap.newKeySet();
 
     public WardenMetrics(LockKeeper keeper, ReaperService reaper) {
         this.keeper = keeper;
@@ -28,16 +31,9 @@ public class WardenMetrics {
     }
 
     void register(@Observes StartupEvent event, MeterRegistry meters) {
-        for (LockKind kind : LockKind.values()) {
-            Gauge.builder("warden.lock.held", this, m -> m.lock(kind).map(l -> l.held() ? 1.0 : 0.0).orElse(Double.NaN))
-                    .description("1 while warden holds this lock, 0 while another process does (NaN: not configured)")
-                    .tag("lock", kind.label()).register(meters);
-            Gauge.builder("warden.lock.last.wait", this, m -> m.lock(kind)
-                            .filter(l -> l.state() instanceof LockState.Held)
-                            .map(l -> ((LockState.Held) l.state()).waited().toNanos() / 1e9).orElse(Double.NaN))
-                    .description("How long warden stood by before it took this lock, in seconds")
-                    .baseUnit("seconds").tag("lock", kind.label()).register(meters);
-        }
+        // A series per lock this warden holds, from the moment the keeper plans it: none for a scope lock
+        // it was not configured with (a NaN series would read as "unknown", not "not configured").
+        keeper.onPlanned(kinds -> kinds.forEach(kind -> registerLock(kind, meters)));
         Gauge.builder("warden.engine.users.live", this, m -> m.reaper.status().liveUsers())
                 .description("Processes holding the engine at the reaper's last pass").register(meters);
         Gauge.builder("warden.engine.keep.warm", this, m -> m.reaper.status().keepWarm())
@@ -48,6 +44,20 @@ public class WardenMetrics {
                         .map(t -> t.toEpochMilli() / 1000.0).orElse(Double.NaN))
                 .description("When the reaper last stopped or unloaded an engine, epoch seconds").baseUnit("seconds")
                 .register(meters);
+    }
+
+    private void registerLock(LockKind kind, MeterRegistry meters) {
+        if (!registered.add(kind)) {
+            return;
+        }
+        Gauge.builder("warden.lock.held", this, m -> m.lock(kind).map(l -> l.held() ? 1.0 : 0.0).orElse(Double.NaN))
+                .description("1 while warden holds this lock, 0 while another process does")
+                .tag("lock", kind.label()).register(meters);
+        Gauge.builder("warden.lock.last.wait", this, m -> m.lock(kind)
+                        .filter(l -> l.state() instanceof LockState.Held)
+                        .map(l -> ((LockState.Held) l.state()).waited().toNanos() / 1e9).orElse(Double.NaN))
+                .description("How long warden stood by before it took this lock, in seconds")
+                .baseUnit("seconds").tag("lock", kind.label()).register(meters);
     }
 
     private Optional<LockStatus> lock(LockKind kind) {

@@ -58,6 +58,24 @@ class LockKeeperTest {
         assertTrue(keeper.snapshot().everHeldAll());
     }
 
+    /** The metrics hear which locks a start holds: no scope lock without a scope, so no series for one. */
+    @Test
+    void eachStartTellsWhichKindsOfLockItHolds() throws Exception {
+        List<java.util.Set<LockKind>> planned = new java.util.concurrent.CopyOnWriteArrayList<>();
+        keeper.onPlanned(planned::add);
+        assertTrue(keeper.start(paths("plain", false), true).isEmpty());
+        keeper.stop();
+        LockKeeper scoped = new LockKeeper(new FileLocker(new NativePosix()), new ProcLocks(),
+                new ScopeOwnerFile(new ObjectMapper()), InstantSource.system(), Duration.ofMillis(50), Duration.ofMillis(100));
+        scoped.onPlanned(planned::add);
+        try {
+            assertTrue(scoped.start(paths("scoped", true), true).isEmpty());
+        } finally {
+            scoped.stop();
+        }
+        assertEquals(List.of(java.util.Set.of(LockKind.DATA_DIR), java.util.Set.of(LockKind.SCOPE, LockKind.DATA_DIR)), planned);
+    }
+
     /**
      * A takeover of scope and data dir (lilbee with a scope dies) takes the data-dir lock before the
      * owner file's write, so the write does not stand between the holder's death and readiness.
