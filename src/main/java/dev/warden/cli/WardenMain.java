@@ -8,9 +8,10 @@ import java.util.List;
 import picocli.CommandLine;
 
 /**
- * warden's entry point. Quarkus starts its HTTP server before any command runs, so for every
- * command but {@code serve} the server and the scheduler are switched off first: a one-shot
- * {@code warden status} must not collide with a running {@code warden serve} on its port.
+ * warden's entry point. Quarkus starts its HTTP servers before any command runs, so for every
+ * command but {@code serve} the API server and the scheduler are switched off first, and the
+ * management interface moved to a free loopback port: a one-shot {@code warden status} must not
+ * collide with a running {@code warden serve} on its ports.
  */
 @QuarkusMain
 public class WardenMain implements QuarkusApplication {
@@ -27,6 +28,10 @@ public class WardenMain implements QuarkusApplication {
     public static void main(String... args) {
         if (!serves(args)) {
             System.setProperty("quarkus.http.host-enabled", "false");
+            // The management interface cannot be switched off at run time: a loopback port of the kernel's
+            // choosing, so a `warden status` beside a `warden serve` (in its pod, say) does not collide with it.
+            System.setProperty("quarkus.management.host", "127.0.0.1");
+            System.setProperty("quarkus.management.port", "0");
             System.setProperty("quarkus.scheduler.enabled", "false");
             // A one-shot command prints its answer on stdout; keep framework chatter off it.
             System.setProperty("quarkus.log.level", "WARN");

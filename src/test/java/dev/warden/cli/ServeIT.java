@@ -9,6 +9,7 @@ import dev.warden.testing.Peer;
 import dev.warden.testing.WardenProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -149,6 +150,32 @@ class ServeIT {
             assertEquals(3, refused.exitCode(), refused.stderr());
             assertTrue(refused.stderr().contains(root.resolve("data/server.lock").toRealPath() + " (process " + flock.pid() + ")"),
                     refused.stderr());
+        }
+    }
+
+    /**
+     * A one-shot command beside a `warden serve` on the default ports (`kubectl exec ... warden status` in
+     * the pod): it must not try to bind them. It failed with a stack trace once the management interface had
+     * a port of its own.
+     */
+    @Test
+    void aOneShotCommandRunsWhileTheDefaultPortsAreTaken() throws Exception {
+        List<java.net.ServerSocket> taken = new java.util.ArrayList<>();
+        try {
+            for (int port : List.of(9095, 9096)) {
+                try {
+                    taken.add(new java.net.ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress()));
+                } catch (java.io.IOException alreadyTaken) {
+                    // taken by another process already: just as good
+                }
+            }
+            WardenProcess.Result status = WardenProcess.run("status", "--data-root", dir.resolve("busy-ports").toString());
+            assertEquals(0, status.exitCode(), status.stderr());
+            assertTrue(status.stdout().contains("free (no lock file yet)"), status.stdout());
+        } finally {
+            for (java.net.ServerSocket socket : taken) {
+                socket.close();
+            }
         }
     }
 

@@ -212,6 +212,9 @@ class ImageContainerIT {
             assertEquals("CapEff:\t0000000000000000", ok("exec", container, "grep", "CapEff", "/proc/self/status"), container);
             assertNotEquals(0, podman("exec", container, "touch", "/written").exitCode(), container + ": read-only root");
         }
+        // `warden status` in the pod beside the serving warden, as `kubectl exec` runs it: no port collides.
+        String status = ok("exec", "warden-pod-0-warden", "sh", "-c", "java $JAVA_OPTS -jar /deployments/quarkus-run.jar status");
+        assertTrue(status.contains("/var/lib/lilbee/data/server.lock: held by pid"), status);
         // One process namespace: warden sees llama-swap, which it must be able to signal.
         assertTrue(ok("exec", "warden-pod-0-warden", "sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '").contains("llama-swap"));
         // The container, not the pod: podman 4.3's `pod stop` ends the pause process first, the PID 1 of a
