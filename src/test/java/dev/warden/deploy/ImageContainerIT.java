@@ -217,6 +217,7 @@ class ImageContainerIT {
         assertTrue(status.contains("/var/lib/lilbee/data/server.lock: held by pid"), status);
         // One process namespace: warden sees llama-swap, which it must be able to signal.
         assertTrue(ok("exec", "warden-pod-0-warden", "sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '").contains("llama-swap"));
+        lastUserOutStopsTheEngineAcrossContainers();
         // The container, not the pod: podman 4.3's `pod stop` ends the pause process first, the PID 1 of a
         // shared process namespace, and the kernel then SIGKILLs every other process of the pod.
         ok("stop", "-t", "30", "warden-pod-0-warden");
@@ -268,6 +269,74 @@ class ImageContainerIT {
         }
         // For the closing note: each ask is a podman exec, so this is coarse (about a tenth of a second a sample).
         System.out.printf("pod failover: ready %d ms after podman pod kill%n", (System.nanoTime() - killed) / 1_000_000);
+    }
+
+    /**
+     * lilbee's part, stood in for: a user of the engine ({@code warden exec --hold engine-user}, which lilbee's
+     * own probe counts as a user), then llama-swap recorded as lilbee records it (its pid, group and start).
+     * While the user lives the engine stays; SIGKILL the user and warden stops llama-swap, a process of
+     * another container of the pod, by its pid in the pod's one process namespace.
+     */
+    private void lastUserOutStopsTheEngineAcrossContainers() throws Exception {
+        String warden = "warden-pod-0-warden";
+        ok("exec", "-d", warden, "sh", "-c", "exec java $JAVA_OPTS -jar /deployments/quarkus-run.jar exec --hold engine-user -- sleep 600");
+        Await.until("the user holds the engine", () -> engineLook().path("live_users").size() == 1);
+        String[] engine = ok("exec", warden, "bash", "-c", "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline)\" in"
+                + " /app/llama-swap*) echo ${p#/proc/} $(cut -d' ' -f5 $p/stat);; esac; done").split(" ");
+        String started = ok("inspect", "warden-pod-0-llama-swap", "--format", "{{.State.StartedAt}}");
+        double createdAt = java.time.OffsetDateTime.parse(started.substring(0, started.lastIndexOf(' ')),
+                java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.n xx")).toInstant().toEpochMilli() / 1000.0;
+        String record = String.format(java.util.Locale.ROOT, "{\"pid\": %s, \"pgid\": %s, \"created_at\": %.3f, \"name\":"
+                + " \"llama-swap\", \"member_ports\": [], \"proxy_port\": 8080}", engine[0], engine[1], createdAt);
+        ok("exec", warden, "sh", "-c", "printf '%s' '" + record + "' > /var/lib/lilbee/engine/.record && mv /var/lib/lilbee/engine/.record"
+                + " /var/lib/lilbee/engine/llama-swap.state.default." + engine[0] + ".json");
+        Await.until("warden knows the recorded llama-swap as ours", () -> engineLook().at("/records/0/ours").asText().equals("yes"));
+        double kept = usersLivePasses();
+        Await.until("three passes find the user live", () -> usersLivePasses() >= kept + 3);
+        assertTrue(ok("ps", "--filter", "name=warden-pod-0-llama-swap", "--format", "{{.Status}}").startsWith("Up"));
+
+        ok("exec", warden, "bash", "-c", "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline)\" in"
+                + " java*engine-user*) kill -KILL ${p#/proc/};; esac; done");
+        Await.until("warden stops llama-swap once its last user is gone",
+                () -> logs(warden).contains("stopped llama-swap pid " + engine[0]));
+    }
+
+    private static JsonNode engineLook() {
+        try {
+            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(HTTP.send(HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:9095/api/v1/status")).timeout(Duration.ofSeconds(5)).build(),
+                    HttpResponse.BodyHandlers.ofString()).body()).at("/engines/0");
+        } catch (IOException e) {
+            return com.fasterxml.jackson.databind.node.MissingNode.getInstance();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return com.fasterxml.jackson.databind.node.MissingNode.getInstance();
+        }
+    }
+
+    private static double usersLivePasses() {
+        try {
+            return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:9096/q/metrics")).timeout(Duration.ofSeconds(5)).build(),
+                    HttpResponse.BodyHandlers.ofString()).body().lines()
+                    .filter(l -> l.startsWith("warden_reaper_passes_total{") && l.contains("action=\"users-live\""))
+                    .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
+    }
+
+    private static String logs(String container) {
+        try {
+            return ok("logs", container);
+        } catch (IOException | AssertionError e) {
+            return "";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "";
+        }
     }
 
     /** The HTTP status of warden's readiness probe, asked inside its container over bash's /dev/tcp (-1: no answer). */
