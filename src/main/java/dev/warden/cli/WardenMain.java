@@ -1,5 +1,7 @@
 package dev.warden.cli;
 
+import dev.warden.lock.NativePosix;
+import dev.warden.lock.Posix;
 import io.quarkus.runtime.Quarkus;
 import io.quarkus.runtime.QuarkusApplication;
 import io.quarkus.runtime.annotations.QuarkusMain;
@@ -26,6 +28,7 @@ public class WardenMain implements QuarkusApplication {
     }
 
     public static void main(String... args) {
+        groupWritable(NativePosix.shared());
         if (!serves(args)) {
             System.setProperty("quarkus.http.host-enabled", "false");
             // The management interface cannot be switched off at run time: a loopback port of the kernel's
@@ -38,6 +41,16 @@ public class WardenMain implements QuarkusApplication {
             System.setProperty("quarkus.log.console.stderr", "true");
         }
         Quarkus.run(WardenMain.class, args);
+    }
+
+    /**
+     * Clears the group-write bit of the umask, keeping the rest of it: the lock files and directories
+     * warden creates on a shared volume must be writable by the other containers of the pod's fsGroup
+     * (lilbee's, of another UID, opens lock files for writing), whichever command creates them.
+     */
+    static void groupWritable(Posix posix) {
+        int mask = posix.umask(0);
+        posix.umask(mask & ~0020);
     }
 
     /** Whether these arguments run the long-lived server (and not just its help). */

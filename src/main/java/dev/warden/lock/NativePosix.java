@@ -79,6 +79,7 @@ public final class NativePosix implements Posix {
     private final MethodHandle mkdirat;
     private final MethodHandle renameat;
     private final MethodHandle strerror;
+    private final MethodHandle umask;
     private final MethodHandle kill;
     private final MethodHandle fcntl;
 
@@ -100,7 +101,8 @@ public final class NativePosix implements Posix {
             new Downcall("renameat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT, ValueLayout.ADDRESS), true, -1),
             new Downcall("kill", FunctionDescriptor.of(INT, INT, INT), true, -1),
             new Downcall("fcntl", FunctionDescriptor.of(INT, INT, INT, ValueLayout.ADDRESS), true, 2),
-            new Downcall("strerror", FunctionDescriptor.of(ValueLayout.ADDRESS, INT), false, -1));
+            new Downcall("strerror", FunctionDescriptor.of(ValueLayout.ADDRESS, INT), false, -1),
+            new Downcall("umask", FunctionDescriptor.of(INT, INT), false, -1));
 
     /** A libc function's shape, and whether errno is captured right after the call. */
     record Downcall(String symbol, FunctionDescriptor descriptor, boolean capturesErrno, int firstVariadicArg) {
@@ -151,6 +153,7 @@ public final class NativePosix implements Posix {
         renameat = linked.get("renameat");
         kill = linked.get("kill");
         strerror = linked.get("strerror");
+        umask = linked.get("umask");
         fcntl = linked.get("fcntl");
     }
 
@@ -200,6 +203,15 @@ public final class NativePosix implements Posix {
                     throw e;
                 }
             }
+        }
+    }
+
+    @Override
+    public int umask(int mask) {
+        try {
+            return (int) umask.invokeExact(mask);
+        } catch (Throwable t) {
+            throw new IllegalStateException("umask downcall failed", t);
         }
     }
 

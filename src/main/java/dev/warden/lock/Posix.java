@@ -63,6 +63,9 @@ public interface Posix {
      */
     boolean kill(long pid, int signal) throws ErrnoException;
 
+    /** {@code umask(mask)}: sets the process's file mode creation mask, returns the one before (it cannot fail). */
+    int umask(int mask);
+
     /**
      * {@code fcntl(F_GETLK)}: which record lock of another process would stop this one from taking
      * a write lock on {@code [start, start + length)}. Asks the kernel; takes nothing.

@@ -143,7 +143,7 @@ class ImageContainerIT {
 
         Path lock = volume.resolve("data/server.lock");
         assertFalse(Peer.flockCanTake(lock), "the host's flock(1) sees the container's lock");
-        // umask 002: another UID in the pod's fsGroup may open the lock file and the dir warden made.
+        // Group-writable (warden clears its umask's group-write bit): another UID of the fsGroup may open them.
         assertEquals(0664, mode(lock), Integer.toOctalString(mode(lock)));
         assertEquals(0775, mode(lock.getParent()) & 0777, Integer.toOctalString(mode(lock.getParent())));
 

@@ -67,6 +67,11 @@ public class DelegatingPosix implements Posix {
     }
 
     @Override
+    public int umask(int mask) {
+        return real.umask(mask);
+    }
+
+    @Override
     public RecordLock conflictingRecordLock(int fd, long start, long length) throws ErrnoException {
         return real.conflictingRecordLock(fd, start, length);
     }
