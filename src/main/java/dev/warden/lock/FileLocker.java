@@ -73,7 +73,7 @@ public final class FileLocker {
     public void awaitRelease(Path path) throws LockException {
         int fd;
         try {
-            fd = openLock(path, Posix.Open.READ);
+            fd = openToLook(path);
         } catch (Posix.ErrnoException e) {
             if (e.errno() == Errno.ENOENT) {
                 return;
@@ -98,7 +98,7 @@ public final class FileLocker {
     public LockProbe probe(Path path) throws LockException {
         int fd;
         try {
-            fd = openLock(path, Posix.Open.READ);
+            fd = openToLook(path);
         } catch (Posix.ErrnoException e) {
             if (e.errno() == Errno.ENOENT) {
                 return LockProbe.ABSENT;
@@ -184,13 +184,13 @@ public final class FileLocker {
     }
 
     /**
-     * Opens a lock file relative to its checked directory: a lock file, or a directory on its way,
-     * swapped for a link is refused rather than followed, and a FIFO or a directory in its place
-     * is refused without blocking.
+     * Opens an existing lock file read-only (flock needs no more) to look at it or wait on it,
+     * relative to its checked directory: a lock file, or a directory on its way, swapped for a link is
+     * refused rather than followed, and a FIFO or a directory in its place is refused without blocking.
      */
-    private int openLock(Path path, Posix.Open how) throws IOException {
+    private int openToLook(Path path) throws IOException {
         try (CheckedDir dir = CheckedDir.open(posix, path.toAbsolutePath().getParent())) {
-            return dir.open(path.getFileName().toString(), how);
+            return dir.open(path.getFileName().toString(), Posix.Open.READ);
         }
     }
 

@@ -28,6 +28,13 @@ class FootprintBench {
         return List.of(opts.group(1).trim().split("\\s+"));
     }
 
+    /** A process's resident memory now, in kB (VmRSS; 0 when /proc does not say). */
+    static long rssKb(long pid) throws java.io.IOException {
+        return Files.readAllLines(Path.of("/proc", Long.toString(pid), "status")).stream()
+                .filter(l -> l.startsWith("VmRSS:")).map(l -> Long.parseLong(l.replaceAll("\\D", "")))
+                .findFirst().orElse(0L);
+    }
+
     @Test
     void footprint() throws Exception {
         List<String> flags = containerFlags();
@@ -43,9 +50,7 @@ class FootprintBench {
                 startMicros[i] = (System.nanoTime() - started) / 1000;
                 if (i == STARTS - 1) {
                     Thread.sleep(IDLE_MS);
-                    rssKb = Files.readAllLines(Path.of("/proc/" + warden.pid() + "/status")).stream()
-                            .filter(l -> l.startsWith("VmRSS:")).map(l -> Long.parseLong(l.replaceAll("\\D", "")))
-                            .findFirst().orElse(0L);
+                    rssKb = rssKb(warden.pid());
                 }
             }
         }

@@ -1,11 +1,8 @@
 package dev.warden.bench;
 
+import dev.warden.testing.FakeEngine;
+import dev.warden.testing.LoopbackHttp;
 import dev.warden.testing.Podman;
-import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -24,7 +21,6 @@ class ImageFootprintBench {
 
     private static final int STARTS = Integer.getInteger("warden.bench.starts", 10);
     private static final long IDLE_MS = Long.getLong("warden.bench.idle-ms", 60_000);
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
 
     @TempDir
     Path dir;
@@ -42,23 +38,21 @@ class ImageFootprintBench {
                 Path volume = Files.createDirectory(dir.resolve(mode + i));
                 Files.setAttribute(volume, "unix:uid", 1001);
                 String name = "warden-bench-" + System.nanoTime();
-                int port = freePort();
+                int port = FakeEngine.freePort();
                 long started = System.nanoTime();
                 Podman.ok("run", "-d", "--name", name, "--read-only", "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL",
                         "-v", volume + ":/var/lib/lilbee", "-e", "WARDEN_DATA_ROOT=/var/lib/lilbee",
                         "-e", "WARDEN_ENGINE_DIR=/var/lib/lilbee/engine", "-e", "JAVA_OPTS_APPEND=-XX:AOTMode=" + mode,
                         "-p", "127.0.0.1:" + port + ":9096", image);
                 try {
-                    while (status(port) != 200) {
+                    while (LoopbackHttp.status(port, "/q/health/ready", Duration.ofSeconds(1)) != 200) {
                         Thread.sleep(2);
                     }
                     startMicros[i] = (System.nanoTime() - started) / 1000;
                     if (i == STARTS - 1) {
                         Thread.sleep(IDLE_MS);
                         String pid = Podman.ok("inspect", name, "--format", "{{.State.Pid}}");
-                        rssKb = Files.readAllLines(Path.of("/proc", pid, "status")).stream()
-                                .filter(l -> l.startsWith("VmRSS:")).map(l -> Long.parseLong(l.replaceAll("\\D", "")))
-                                .findFirst().orElse(0L);
+                        rssKb = FootprintBench.rssKb(Long.parseLong(pid));
                     }
                 } finally {
                     Podman.run("rm", "-f", "-t", "0", name);
@@ -75,23 +69,5 @@ class ImageFootprintBench {
                 + " `podman run` (container creation included) until /q/health/ready answers 200 on a published loopback"
                 + " port (polled every 2 ms). RSS: VmRSS of the JVM after " + IDLE_MS / 1000 + " s idle.",
                 List.of("| figure | median | p99 | min | max | runs | goal |", "|---|---|---|---|---|---|---|"), rows);
-    }
-
-    private static int status(int port) {
-        try {
-            return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/q/health/ready"))
-                    .timeout(Duration.ofSeconds(1)).build(), HttpResponse.BodyHandlers.discarding()).statusCode();
-        } catch (IOException e) {
-            return -1;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return -1;
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
     }
 }

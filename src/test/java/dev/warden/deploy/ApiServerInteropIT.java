@@ -89,15 +89,15 @@ class ApiServerInteropIT {
         assertEquals("", events.strip(), "no warning events (a FailedCreate would be a pod PodSecurity refused)");
     }
 
+    /** How many pods the namespace has (-1 while kubectl cannot say). */
     private static int pods(String namespace) {
-        try {
-            return JSON.readTree(plane.ok(null, "-n", namespace, "get", "pods", "-o", "json")).path("items").size();
-        } catch (IOException e) {
-            return -1;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return -1;
-        }
+        return plane.poll("-n", namespace, "get", "pods", "-o", "json").map(json -> {
+            try {
+                return JSON.readTree(json).path("items").size();
+            } catch (IOException e) {
+                return -1;
+            }
+        }).orElse(-1);
     }
 
     /** The same namespaces refuse what they should: checks that could not fail would prove nothing. */
@@ -119,17 +119,8 @@ class ApiServerInteropIT {
                 "apply", "--server-side", "--validate=strict", "-n", namespace, "-f", "-");
         assertEquals(0, privileged.exitCode(), privileged.output());
         assertTrue(privileged.output().contains("would violate PodSecurity"), "warned on apply: " + privileged.output());
-        Await.until("the ReplicaSet's pod is refused", () -> {
-            try {
-                return plane.ok(null, "-n", namespace, "get", "events", "--field-selector", "reason=FailedCreate", "-o", "yaml")
-                        .contains("violates PodSecurity");
-            } catch (IOException e) {
-                return false;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
-            }
-        });
+        Await.until("the ReplicaSet's pod is refused", () -> plane.poll("-n", namespace, "get", "events", "--field-selector",
+                "reason=FailedCreate", "-o", "yaml").orElse("").contains("violates PodSecurity"));
         assertEquals(0, pods(namespace));
     }
 

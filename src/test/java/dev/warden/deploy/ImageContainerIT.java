@@ -1,5 +1,6 @@
 package dev.warden.deploy;
 
+import static dev.warden.testing.Podman.ok;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -8,16 +9,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import dev.warden.lock.FileLocker;
 import dev.warden.testing.Await;
 import dev.warden.testing.Command;
+import dev.warden.testing.FakeEngine;
+import dev.warden.testing.LoopbackHttp;
 import dev.warden.testing.Peer;
 import dev.warden.testing.Podman;
 import java.io.IOException;
-import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -38,8 +37,6 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code -Pcontainer -Dcontainer.image=... -Dcontainer.llama-swap-image=...}.
  */
 class ImageContainerIT {
-
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     @TempDir
     Path dir;
@@ -62,7 +59,7 @@ class ImageContainerIT {
     @BeforeEach
     void aVolumeWardensUidCanWrite() throws IOException, InterruptedException {
         image("image");
-        Assumptions.assumeTrue("0".equals(new String(new ProcessBuilder("id", "-u").start().getInputStream().readAllBytes()).strip()),
+        Assumptions.assumeTrue("0".equals(FileLocker.currentUid()),
                 "SKIPPED: the volume is chowned to warden's UID, which needs root (CI runs as root)");
         Files.setAttribute(dir, "unix:mode", 0755);
         volume = Files.createDirectory(dir.resolve("volume"));
@@ -74,19 +71,11 @@ class ImageContainerIT {
     @AfterEach
     void removeEveryContainer() throws Exception {
         for (Path yaml : played) {
-            podman("kube", "down", yaml.toString());
+            Podman.run("kube", "down", yaml.toString());
         }
         for (String name : containers) {
-            podman("rm", "-f", "-t", "0", name);
+            Podman.run("rm", "-f", "-t", "0", name);
         }
-    }
-
-    private static Command.Run podman(String... args) throws IOException, InterruptedException {
-        return Podman.run(args);
-    }
-
-    private static String ok(String... args) throws IOException, InterruptedException {
-        return Podman.ok(args);
     }
 
     /** {@code warden serve} in the image as the manifests run it, its management port published on loopback. */
@@ -103,15 +92,7 @@ class ImageContainerIT {
     }
 
     private static int status(int port, String path) {
-        try {
-            return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(2)).build(),
-                    HttpResponse.BodyHandlers.discarding()).statusCode();
-        } catch (IOException e) {
-            return -1;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return -1;
-        }
+        return LoopbackHttp.status(port, path, Duration.ofSeconds(2));
     }
 
     /** Waits for {@code path} to answer {@code code}; fails with the container's log when it never does. */
@@ -119,19 +100,19 @@ class ImageContainerIT {
         try {
             Await.until(path + " on port " + port + " answers " + code, () -> status(port, path) == code);
         } catch (AssertionError e) {
-            throw new AssertionError(e.getMessage() + "\n" + container + ": " + podman("ps", "-a", "--filter", "name=" + container,
-                    "--format", "{{.Status}}").output() + "\n" + podman("logs", container).output(), e);
+            throw new AssertionError(e.getMessage() + "\n" + container + ": " + Podman.run("ps", "-a", "--filter", "name=" + container,
+                    "--format", "{{.Status}}").output() + "\n" + Podman.run("logs", container).output(), e);
         }
     }
 
     @Test
     void theImageRunsUnprivilegedOnAReadOnlyRootAndSigtermFreesTheLock() throws Exception {
-        int port = freePort();
+        int port = FakeEngine.freePort();
         String warden = serve("warden-it-" + System.nanoTime(), port, "-e", "JAVA_OPTS_APPEND=-Dit.appended=yes -XX:AOTMode=on");
         awaitStatus(warden, port, "/q/health/ready", 200);
         assertEquals("1001", ok("exec", warden, "id", "-u"));
         assertEquals("CapEff:\t0000000000000000", ok("exec", warden, "grep", "CapEff", "/proc/1/status"));
-        assertNotEquals(0, podman("exec", warden, "touch", "/written").exitCode(), "the root filesystem is read-only");
+        assertNotEquals(0, Podman.run("exec", warden, "touch", "/written").exitCode(), "the root filesystem is read-only");
         String cmdline = ok("exec", warden, "cat", "/proc/1/cmdline").replace('\0', ' ');
         assertTrue(cmdline.contains("-Xmx64m") && cmdline.contains("-Dit.appended=yes"),
                 "JAVA_OPTS_APPEND adds to the image's flags: " + cmdline);
@@ -155,7 +136,7 @@ class ImageContainerIT {
     /** A data root on the container's own filesystem (no volume mounted) is said at start, with the fix. */
     @Test
     void aDataRootWithNoVolumeIsNamedInTheLog() throws Exception {
-        int port = freePort();
+        int port = FakeEngine.freePort();
         String name = "warden-it-novolume-" + System.nanoTime();
         containers.add(name);
         ok("run", "-d", "--name", name, "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL", "-e", "WARDEN_DATA_ROOT=/deployments/lilbee",
@@ -168,8 +149,8 @@ class ImageContainerIT {
     /** Two containers on one volume: exactly one ready; SIGKILL the ready one and the other takes over. */
     @Test
     void twoContainersOnOneVolumeGiveOneReadyAndAKillFailsOver() throws Exception {
-        int first = freePort();
-        int second = freePort();
+        int first = FakeEngine.freePort();
+        int second = FakeEngine.freePort();
         String holder = serve("warden-it-a-" + System.nanoTime(), first);
         awaitStatus(holder, first, "/q/health/ready", 200);
         String standby = serve("warden-it-b-" + System.nanoTime(), second);
@@ -210,7 +191,7 @@ class ImageContainerIT {
         for (String container : List.of("warden-pod-0-warden", "warden-pod-0-llama-swap")) {
             assertEquals("1001", ok("exec", container, "id", "-u"), container);
             assertEquals("CapEff:\t0000000000000000", ok("exec", container, "grep", "CapEff", "/proc/self/status"), container);
-            assertNotEquals(0, podman("exec", container, "touch", "/written").exitCode(), container + ": read-only root");
+            assertNotEquals(0, Podman.run("exec", container, "touch", "/written").exitCode(), container + ": read-only root");
         }
         // `warden status` in the pod beside the serving warden, as `kubectl exec` runs it: no port collides.
         String status = ok("exec", "warden-pod-0-warden", "sh", "-c", "java $JAVA_OPTS -jar /deployments/quarkus-run.jar status");
@@ -302,30 +283,24 @@ class ImageContainerIT {
     }
 
     private static JsonNode engineLook() {
-        try {
-            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(HTTP.send(HttpRequest.newBuilder(
-                    URI.create("http://127.0.0.1:9095/api/v1/status")).timeout(Duration.ofSeconds(5)).build(),
-                    HttpResponse.BodyHandlers.ofString()).body()).at("/engines/0");
-        } catch (IOException e) {
-            return com.fasterxml.jackson.databind.node.MissingNode.getInstance();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return com.fasterxml.jackson.databind.node.MissingNode.getInstance();
-        }
+        return LoopbackHttp.body(9095, "/api/v1/status", Duration.ofSeconds(5)).map(text -> {
+            try {
+                return new com.fasterxml.jackson.databind.ObjectMapper().readTree(text).at("/engines/0");
+            } catch (IOException e) {
+                return com.fasterxml.jackson.databind.node.MissingNode.getInstance();
+            }
+        }).orElse(com.fasterxml.jackson.databind.node.MissingNode.getInstance());
     }
 
     private static double usersLivePasses() {
-        try {
-            return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:9096/q/metrics")).timeout(Duration.ofSeconds(5)).build(),
-                    HttpResponse.BodyHandlers.ofString()).body().lines()
-                    .filter(l -> l.startsWith("warden_reaper_passes_total{") && l.contains("action=\"users-live\""))
-                    .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
-        } catch (IOException | NumberFormatException e) {
-            return -1;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return -1;
-        }
+        return LoopbackHttp.body(9096, "/q/metrics", Duration.ofSeconds(5)).map(metrics -> {
+            try {
+                return metrics.lines().filter(l -> l.startsWith("warden_reaper_passes_total{") && l.contains("action=\"users-live\""))
+                        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+            } catch (NumberFormatException e) {
+                return -1.0;
+            }
+        }).orElse(-1.0);
     }
 
     private static String logs(String container) {
@@ -342,7 +317,7 @@ class ImageContainerIT {
     /** The HTTP status of warden's readiness probe, asked inside its container over bash's /dev/tcp (-1: no answer). */
     private static int readyInside(String container) {
         try {
-            Command.Run run = podman("exec", container, "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9096 && printf 'GET"
+            Command.Run run = Podman.run("exec", container, "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9096 && printf 'GET"
                     + " /q/health/ready HTTP/1.0\\r\\n\\r\\n' >&3 && head -1 <&3");
             String[] status = run.output().split(" ");
             return run.exitCode() == 0 && status.length > 1 ? Integer.parseInt(status[1]) : -1;
@@ -358,9 +333,4 @@ class ImageContainerIT {
         return (Integer) Files.getAttribute(path, "unix:mode", LinkOption.NOFOLLOW_LINKS) & 07777;
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
 }

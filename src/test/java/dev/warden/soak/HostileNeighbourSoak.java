@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.warden.lock.FileLocker;
 import dev.warden.testing.Await;
+import dev.warden.testing.FakeEngine;
 import dev.warden.testing.KernelLocks;
 import dev.warden.testing.Setpriv;
 import dev.warden.testing.Swapper;
@@ -54,7 +56,7 @@ class HostileNeighbourSoak {
 
     @BeforeEach
     void aVolumeTheNeighbourCanWriteAndFilesOutsideItThatOnlyWardenCan() throws Exception {
-        Assumptions.assumeTrue("0".equals(new String(new ProcessBuilder("id", "-u").start().getInputStream().readAllBytes()).strip()),
+        Assumptions.assumeTrue("0".equals(FileLocker.currentUid()),
                 "SKIPPED: replaying as two UIDs needs root (CI runs as root)");
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
         volume = dir.resolve("volume");
@@ -348,7 +350,7 @@ class HostileNeighbourSoak {
     void forgedRecordsKillNothingButTheEngineTheyName() throws Exception {
         try (WardenProcess warden = warden("neighbour-forged", List.of())) {
             warden.awaitReaper();
-            int serverPort = freePort();
+            int serverPort = FakeEngine.freePort();
             Seen server = asWarden(true, "llama-server", "--port", Integer.toString(serverPort)).getFirst();
             Seen exporter = asWarden(true, "llama-swap-exporter").getFirst();
             Seen undated = asWarden(true, "llama-swap").getFirst();
@@ -518,7 +520,7 @@ class HostileNeighbourSoak {
             assertEquals("using", firstLine(user));
             Seen engine = asWarden(true, "llama-swap").getFirst();
             Path record = Files.writeString(volume.resolve("engine/llama-swap.state.used." + engine.pid() + ".json"),
-                    record(engine.pid(), engine.pid(), engine.createdAt(), freePort()));
+                    record(engine.pid(), engine.pid(), engine.createdAt(), FakeEngine.freePort()));
             own(record, NEIGHBOUR, NEIGHBOUR);
             awaitPasses(warden, 5);
             assertTrue(ProcessHandle.of(engine.pid()).map(ProcessHandle::isAlive).orElse(false), "a live user's engine was stopped:\n" + warden.log());
@@ -582,11 +584,6 @@ class HostileNeighbourSoak {
         return new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)).readLine();
     }
 
-    private static int freePort() throws IOException {
-        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
 
     /** Runs {@code script} as the neighbour's UID, in the background; killed after the test. */
     private Process neighbour(String script, String... args) throws IOException {

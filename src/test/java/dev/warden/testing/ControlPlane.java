@@ -1,12 +1,12 @@
 package dev.warden.testing;
 
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -50,10 +50,10 @@ public final class ControlPlane implements AutoCloseable {
         openssl(pki, "genrsa", "-out", "sa.key", "2048");
         openssl(pki, "rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub");
 
-        int etcdPort = freePort();
-        int etcdPeerPort = freePort();
-        int apiPort = freePort();
-        int kcmPort = freePort();
+        int etcdPort = FakeEngine.freePort();
+        int etcdPeerPort = FakeEngine.freePort();
+        int apiPort = FakeEngine.freePort();
+        int kcmPort = FakeEngine.freePort();
         String etcdUrl = "http://127.0.0.1:" + etcdPort;
         String peerUrl = "http://127.0.0.1:" + etcdPeerPort;
         launch("etcd", bin.resolve("etcd").toString(), "--name", "test", "--data-dir", work.resolve("etcd").toString(),
@@ -74,14 +74,7 @@ public final class ControlPlane implements AutoCloseable {
         kubeconfig(kcmConfig, server, pki, "kcm");
         Await.until("kube-apiserver is ready", () -> {
             alive();
-            try {
-                return kubectl(null, "get", "--raw", "/readyz").exitCode() == 0;
-            } catch (IOException e) {
-                return false;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
-            }
+            return poll("get", "--raw", "/readyz").isPresent();
         });
         launch("kube-controller-manager", bin.resolve("kube-controller-manager").toString(), "--kubeconfig=" + kcmConfig,
                 "--authentication-kubeconfig=" + kcmConfig, "--authorization-kubeconfig=" + kcmConfig,
@@ -95,16 +88,7 @@ public final class ControlPlane implements AutoCloseable {
         ok(null, "create", "namespace", name);
         ok(null, "label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted",
                 "pod-security.kubernetes.io/warn=restricted", "pod-security.kubernetes.io/audit=restricted");
-        Await.until("the default ServiceAccount of " + name, () -> {
-            try {
-                return kubectl(null, "-n", name, "get", "serviceaccount", "default").exitCode() == 0;
-            } catch (IOException e) {
-                return false;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
-            }
-        });
+        Await.until("the default ServiceAccount of " + name, () -> poll("-n", name, "get", "serviceaccount", "default").isPresent());
     }
 
     /** kubectl against this control plane, {@code stdin} (may be null) fed to it. */
@@ -119,6 +103,19 @@ public final class ControlPlane implements AutoCloseable {
         List<String> command = new ArrayList<>(List.of("kubectl", "--kubeconfig=" + kubeconfig));
         command.addAll(List.of(args));
         return Command.ok(stdin, command);
+    }
+
+    /** kubectl's output when it succeeds; empty when it fails or cannot run: for waiting on a condition. */
+    public Optional<String> poll(String... args) {
+        try {
+            Command.Run run = kubectl(null, args);
+            return run.exitCode() == 0 ? Optional.of(run.output()) : Optional.empty();
+        } catch (IOException e) {
+            return Optional.empty();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return Optional.empty();
+        }
     }
 
     /** The kubeconfig of a cluster admin, for helm and kubectl. */
@@ -172,11 +169,6 @@ public final class ControlPlane implements AutoCloseable {
         }
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
 
     /** Stops the controller manager, the API server and etcd, in that order, by pid. */
     @Override

@@ -3,7 +3,6 @@ package dev.warden.testing;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -81,8 +80,8 @@ public final class WardenProcess implements AutoCloseable {
     /** {@code prefix} (setpriv, or nothing), then warden ({@code jar}, or the build's own when null) with its ports, {@code serve ARGS}. */
     private static WardenProcess start(List<String> prefix, Path jar, String name, java.util.Map<String, String> env, Path cwd,
             List<String> settings, String... args) throws IOException {
-        int port = freePort();
-        int managementPort = freePort();
+        int port = FakeEngine.freePort();
+        int managementPort = FakeEngine.freePort();
         List<String> options = new ArrayList<>(List.of("-Dquarkus.http.port=" + port, "-Dquarkus.http.host=127.0.0.1",
                 "-Dquarkus.management.port=" + managementPort, "-Dquarkus.management.host=127.0.0.1"));
         options.addAll(settings);
@@ -182,11 +181,6 @@ public final class WardenProcess implements AutoCloseable {
         return dir.resolve(name + "-" + System.nanoTime() + ".log");
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
 
     public long pid() {
         return process.pid();

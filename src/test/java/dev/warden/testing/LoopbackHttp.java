@@ -1,0 +1,39 @@
+package dev.warden.testing;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Optional;
+
+/** GET on a loopback port, for polling a process the test did not start as a {@link WardenProcess} (a container's published port). */
+public final class LoopbackHttp {
+
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+    private LoopbackHttp() {
+    }
+
+    /** The status of {@code GET http://127.0.0.1:PORT/PATH}, or -1 while nothing answers within {@code timeout}. */
+    public static int status(int port, String path, Duration timeout) {
+        return send(port, path, timeout, HttpResponse.BodyHandlers.discarding()).map(HttpResponse::statusCode).orElse(-1);
+    }
+
+    /** The body of the same, whatever its status; empty while nothing answers within {@code timeout}. */
+    public static Optional<String> body(int port, String path, Duration timeout) {
+        return send(port, path, timeout, HttpResponse.BodyHandlers.ofString()).map(HttpResponse::body);
+    }
+
+    private static <T> Optional<HttpResponse<T>> send(int port, String path, Duration timeout, HttpResponse.BodyHandler<T> body) {
+        try {
+            return Optional.of(HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(timeout).build(), body));
+        } catch (IOException e) {
+            return Optional.empty();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return Optional.empty();
+        }
+    }
+}
