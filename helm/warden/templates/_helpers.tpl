@@ -50,6 +50,11 @@ seccompProfile:
   env:
     - {name: QUARKUS_HTTP_PORT, value: {{ .Values.warden.port | quote }}}
     - {name: QUARKUS_MANAGEMENT_PORT, value: {{ .Values.warden.managementPort | quote }}}
+    - {name: WARDEN_MODE, value: {{ .Values.mode | quote }}}
+    {{- if eq .Values.mode "gate" }}
+    # Ready only once lilbee answers too (with a 401: it asks a token even there, and that shows it serves).
+    - {name: WARDEN_GATE_HEALTH_URL, value: "http://127.0.0.1:{{ .Values.lilbee.port }}/api/health"}
+    {{- end }}
     - {name: WARDEN_DATA_ROOT, value: {{ .Values.warden.dataRoot | quote }}}
     - {name: WARDEN_ENGINE_DIR, value: {{ .Values.warden.engineDir | quote }}}
     {{- with .Values.warden.scopeDir }}

@@ -4,7 +4,11 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.warden.config.LilbeePaths;
+import dev.warden.config.Mode;
 import dev.warden.engine.EngineLook;
+import dev.warden.gate.GateSnapshot;
+import dev.warden.gate.GateState;
+import dev.warden.gate.ServerLockState;
 import dev.warden.hold.LockLook;
 import dev.warden.library.LibraryLook;
 import dev.warden.reaper.PassOutcome;
@@ -24,10 +28,14 @@ public class StatusJson {
         this.mapper = mapper;
     }
 
-    /** The reaper's in-memory state is only known to the serving warden; a one-shot look leaves it out. */
-    public ObjectNode document(LilbeePaths lilbee, List<LockLook> locks, LibraryLook library, List<EngineLook> engines,
-            Optional<ReaperService> reaper) {
+    /**
+     * The reaper's in-memory state and the election's are only known to the serving warden; a one-shot
+     * look leaves them out.
+     */
+    public ObjectNode document(LilbeePaths lilbee, Mode mode, List<LockLook> locks, LibraryLook library,
+            List<EngineLook> engines, Optional<ReaperService> reaper, Optional<GateSnapshot> gate) {
         ObjectNode root = mapper.createObjectNode();
+        root.put("mode", mode.label());
         root.put("data_root", lilbee.dataRoot().toString());
         root.put("data_root_from", lilbee.rootOrigin());
         root.put("data_dir", lilbee.dataDir().toString());
@@ -47,6 +55,7 @@ public class StatusJson {
                 owner.pid().ifPresent(pid -> node.put("pid", pid));
             });
         }
+        gate.ifPresent(g -> root.set("gate", gate(g)));
         ObjectNode libraryNode = root.putObject("library");
         libraryNode.put("sync_running", library.syncRunning());
         libraryNode.put("reset_running", library.resetRunning());
@@ -68,6 +77,36 @@ public class StatusJson {
     /** {"error": message}, the shape of every error warden's API answers. */
     public ObjectNode error(String message) {
         return mapper.createObjectNode().put("error", message);
+    }
+
+    private ObjectNode gate(GateSnapshot snapshot) {
+        ObjectNode gate = mapper.createObjectNode();
+        gate.put("state", snapshot.gate().label());
+        switch (snapshot.gate()) {
+            case GateState.Elected elected -> gate.put("since", elected.since().toString());
+            case GateState.Standby standby -> {
+                gate.put("since", standby.since().toString());
+                standby.holderPid().ifPresent(pid -> gate.put("holder_pid", pid));
+            }
+            case GateState.Yielded yielded -> gate.put("since", yielded.since().toString());
+            case GateState.Failed failed -> gate.put("since", failed.since().toString()).put("error", failed.message());
+            case GateState.Waiting waiting -> gate.put("waiting", waiting.reason());
+        }
+        gate.put("started", snapshot.started());
+        gate.put("serving", snapshot.serving());
+        ObjectNode server = gate.putObject("server_lock");
+        server.put("state", snapshot.server().label());
+        switch (snapshot.server()) {
+            case ServerLockState.InPod inPod -> server.put("holder_pid", inPod.pid()).put("since", inPod.since().toString())
+                    .put("file_replaced", inPod.replacedFile());
+            case ServerLockState.Free free -> server.put("since", free.since().toString());
+            case ServerLockState.HeldOutside outside -> server.put("since", outside.since().toString());
+            case ServerLockState.Failed failed -> server.put("error", failed.message());
+            case ServerLockState.NotInPod notInPod -> {
+            }
+        }
+        snapshot.note().ifPresent(n -> gate.put("note", n));
+        return gate;
     }
 
     private ObjectNode engine(EngineLook look) {

@@ -1,7 +1,9 @@
 package dev.warden.api;
 
 import dev.warden.config.LilbeePaths;
+import dev.warden.config.Mode;
 import dev.warden.config.WardenConfig;
+import dev.warden.gate.GateKeeper;
 import dev.warden.engine.EngineInspector;
 import dev.warden.hold.LockInspector;
 import dev.warden.hold.LockKeeper;
@@ -20,6 +22,7 @@ import java.util.Optional;
 public class StatusResource {
 
     private final LockKeeper keeper;
+    private final GateKeeper gate;
     private final LockInspector locks;
     private final EngineInspector engines;
     private final ReaperService reaper;
@@ -27,10 +30,11 @@ public class StatusResource {
     private final WardenConfig config;
     private final LibraryLocks library;
 
-    public StatusResource(LockKeeper keeper, LockInspector locks, EngineInspector engines, ReaperService reaper,
-            StatusJson json, WardenConfig config, LibraryLocks library) {
+    public StatusResource(LockKeeper keeper, GateKeeper gate, LockInspector locks, EngineInspector engines,
+            ReaperService reaper, StatusJson json, WardenConfig config, LibraryLocks library) {
         this.library = library;
         this.keeper = keeper;
+        this.gate = gate;
         this.locks = locks;
         this.engines = engines;
         this.reaper = reaper;
@@ -42,13 +46,15 @@ public class StatusResource {
     @Blocking
     @Produces(MediaType.APPLICATION_JSON)
     public Response status() {
-        Optional<LilbeePaths> paths = keeper.paths();
+        Optional<LilbeePaths> gated = gate.paths();
+        Optional<LilbeePaths> paths = keeper.paths().or(() -> gated);
         if (paths.isEmpty()) {
             return Response.status(Response.Status.SERVICE_UNAVAILABLE)
                     .entity(json.error("warden is starting: it has not begun to serve yet")).build();
         }
-        return Response.ok(json.document(paths.get(), locks.look(paths.get()),
+        return Response.ok(json.document(paths.get(), gated.isPresent() ? Mode.GATE : Mode.HOLD, locks.look(paths.get()),
                 library.look(paths.get().dataRoot(), paths.get().lancedbDir()),
-                engines.look(reaper.dirs(), config.reaper().lockName()), Optional.of(reaper))).build();
+                engines.look(reaper.dirs(), config.reaper().lockName()), Optional.of(reaper),
+                gated.map(g -> gate.snapshot()))).build();
     }
 }

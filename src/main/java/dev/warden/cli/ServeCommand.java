@@ -3,7 +3,9 @@ package dev.warden.cli;
 import dev.warden.config.ContainerVolume;
 import dev.warden.config.LilbeeEnvironment;
 import dev.warden.config.LilbeePaths;
+import dev.warden.config.Mode;
 import dev.warden.config.WardenConfig;
+import dev.warden.gate.GateKeeper;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.Refusal;
 import dev.warden.lock.LockException;
@@ -13,9 +15,11 @@ import jakarta.inject.Inject;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.concurrent.Callable;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -38,7 +42,13 @@ import sun.misc.Signal;
             "Probes: /q/health/ready (holds every lock; the engine answers), /q/health/live (warden works),"
                     + " /q/health/started (has held every lock once), and /q/metrics, on the management port"
                     + " quarkus.management.port (9096). The API (/api/v1: status, engine stop and unload) is on"
-                    + " quarkus.http.port (9095)."
+                    + " quarkus.http.port (9095).",
+            "",
+            "--mode gate: for a pod whose main container is the real `lilbee serve`. warden never takes"
+                    + " server.lock; it elects one pod through <data dir>/warden-gate.lock. /q/health/started"
+                    + " says UP once this warden is elected and server.lock is free (or held in this pod), so the"
+                    + " pod's lilbee starts only there; /q/health/ready says UP while this pod's lilbee holds"
+                    + " server.lock. The pod needs shareProcessNamespace: true."
         },
         exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
             "0:stopped by SIGTERM or SIGINT; every lock released",
@@ -57,14 +67,22 @@ public class ServeCommand implements Callable<Integer> {
     EngineDirOption engine;
 
     @Option(names = "--no-wait", description = "Exit with code 3, naming the holder, when another process holds a"
-            + " lock, instead of standing by (as `lilbee serve` refuses).")
+            + " lock, instead of standing by (as `lilbee serve` refuses). Hold mode only.")
     boolean noWait;
+
+    @Option(names = "--mode", paramLabel = "hold|gate", description = "hold: warden holds lilbee's server locks itself"
+            + " (for an engine pod). gate: warden elects one pod and lets that pod's `lilbee serve` start."
+            + " Default: warden.mode, else hold.", converter = ModeConverter.class)
+    Mode mode;
 
     @Spec
     CommandSpec spec;
 
     @Inject
     LockKeeper keeper;
+
+    @Inject
+    GateKeeper gate;
 
     @Inject
     WardenConfig config;
@@ -101,6 +119,12 @@ public class ServeCommand implements Callable<Integer> {
                     + " is noticed at once anyway: warden waits on each live user's lock)");
             return ExitCodes.USAGE;
         }
+        Mode chosen = mode != null ? mode : config.mode();
+        if (chosen == Mode.GATE && noWait) {
+            spec.commandLine().getErr().println("warden: --no-wait is for hold mode: in gate mode warden never takes"
+                    + " lilbee's locks, and a warden that is not elected stands by so that it can take over");
+            return ExitCodes.USAGE;
+        }
         // Before any lock is taken or the first reaper pass runs: a stop request in that window must not
         // end the JVM with the default 143 while it holds locks or is stopping an engine.
         exitCleanlyOn("TERM");
@@ -112,23 +136,53 @@ public class ServeCommand implements Callable<Integer> {
         }
         LilbeeEnvironment.current().ignoredVariables(lilbee, config.dataDir().isPresent(), config.lancedbDir().isPresent())
                 .forEach(LOG::warn);
-        Optional<Refusal> refusal;
-        try {
-            refusal = keeper.start(lilbee, !noWait);
-        } catch (LockException e) {
-            spec.commandLine().getErr().println("warden: " + e.getMessage());
-            return ExitCodes.ERROR;
+        if (chosen == Mode.GATE) {
+            lilbee.scopeDir().ifPresent(scope -> LOG.warnf("In gate mode warden watches %s only: the scope lock in %s is"
+                    + " lilbee's own, and a pod whose lilbee it refuses exits 3", lilbee.serverLock(), scope));
+            gate.start(lilbee);
+            LOG.infof("warden gates lilbee serve for data dir %s through %s; probes and metrics on port %d, the API on"
+                    + " port %d", lilbee.dataDir(), lilbee.gateLock(), managementPort, port);
+        } else {
+            OptionalInt refused = hold(lilbee);
+            if (refused.isPresent()) {
+                return refused.getAsInt();
+            }
         }
-        if (refusal.isPresent()) {
-            spec.commandLine().getErr().println("warden: " + refusal.get().message());
-            return Refusal.EXIT_CODE;
-        }
-        LOG.infof("warden serves data dir %s%s; probes and metrics on port %d, the API on port %d", lilbee.dataDir(),
-                lilbee.scopeDir().map(s -> " in scope " + s).orElse(""), managementPort, port);
         if (config.reaper().enabled()) {
             reaper.start(engine.resolve(config, lilbee));
         }
         Quarkus.waitForExit();
         return ExitCodes.OK;
+    }
+
+    /** Hold mode: takes (or stands by for) lilbee's server locks; the exit code when serve must end instead. */
+    private OptionalInt hold(LilbeePaths lilbee) {
+        Optional<Refusal> refusal;
+        try {
+            refusal = keeper.start(lilbee, !noWait);
+        } catch (LockException e) {
+            spec.commandLine().getErr().println("warden: " + e.getMessage());
+            return OptionalInt.of(ExitCodes.ERROR);
+        }
+        if (refusal.isPresent()) {
+            spec.commandLine().getErr().println("warden: " + refusal.get().message());
+            return OptionalInt.of(Refusal.EXIT_CODE);
+        }
+        LOG.infof("warden serves data dir %s%s; probes and metrics on port %d, the API on port %d", lilbee.dataDir(),
+                lilbee.scopeDir().map(s -> " in scope " + s).orElse(""), managementPort, port);
+        return OptionalInt.empty();
+    }
+
+    /** {@code hold} or {@code gate}, in any case; anything else is a usage error naming both. */
+    static final class ModeConverter implements CommandLine.ITypeConverter<Mode> {
+        @Override
+        public Mode convert(String value) {
+            for (Mode mode : Mode.values()) {
+                if (mode.label().equalsIgnoreCase(value.strip())) {
+                    return mode;
+                }
+            }
+            throw new CommandLine.TypeConversionException("'" + value + "' is not a mode: use hold or gate");
+        }
     }
 }

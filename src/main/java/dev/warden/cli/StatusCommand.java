@@ -73,8 +73,10 @@ public class StatusCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         if (json) {
             out.println(mapper.writerWithDefaultPrettyPrinter().writeValueAsString(
-                    statusJson.document(lilbee, looks, libraryLook, engineLooks, java.util.Optional.empty())));
+                    statusJson.document(lilbee, config.mode(), looks, libraryLook, engineLooks, java.util.Optional.empty(),
+                            java.util.Optional.empty())));
         } else {
+            out.printf("mode       %s%n", config.mode().label());
             out.printf("data root  %s (from %s)%n", lilbee.dataRoot(), lilbee.rootOrigin());
             out.printf("data dir   %s%n", lilbee.dataDir());
             out.printf("scope      %s%n", lilbee.scopeDir().map(Object::toString).orElse("(none)"));

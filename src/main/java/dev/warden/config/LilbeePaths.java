@@ -17,6 +17,8 @@ public record LilbeePaths(Path dataRoot, Path dataDir, Path lancedbDir, Optional
     public static final String SERVER_LOCK = "server.lock";
     public static final String SCOPE_LOCK = "server.scope.lock";
     public static final String SCOPE_OWNER = "server.scope.owner.json";
+    /** warden's own lock in gate mode: whoever holds it may run the data dir's {@code lilbee serve}. */
+    public static final String GATE_LOCK = "warden-gate.lock";
 
     /** What the command line may say over the configuration. */
     public record Overrides(Optional<Path> dataRoot, Optional<Path> scope, boolean global) {
@@ -42,6 +44,11 @@ public record LilbeePaths(Path dataRoot, Path dataDir, Path lancedbDir, Optional
 
     public Path serverLock() {
         return dataDir.resolve(SERVER_LOCK);
+    }
+
+    /** {@code <data dir>/warden-gate.lock}: the election in gate mode. */
+    public Path gateLock() {
+        return dataDir.resolve(GATE_LOCK);
     }
 
     public Optional<Path> scopeLock() {

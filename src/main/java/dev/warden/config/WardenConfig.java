@@ -51,6 +51,17 @@ public interface WardenConfig {
      */
     Optional<Path> engineDir();
 
+    /**
+     * {@code hold} (the default): warden holds {@code server.lock} (and the scope lock) itself, for
+     * an engine pod. {@code gate}: warden never takes them; it elects one pod through
+     * {@code <data dir>/warden-gate.lock} and its startup probe lets that pod's {@code lilbee serve}
+     * start. {@code serve --mode} overrides it.
+     */
+    @WithDefault("hold")
+    Mode mode();
+
+    Gate gate();
+
     Engine engine();
 
     Reaper reaper();
@@ -62,6 +73,19 @@ public interface WardenConfig {
     Startup startup();
 
     Liveness liveness();
+
+    interface Gate {
+        /**
+         * Where this pod's {@code lilbee serve} answers, e.g. {@code http://127.0.0.1:7433/api/health}:
+         * readiness then also needs an answer (any status below 500: lilbee asks a token even there,
+         * and its 401 shows it serves). Unset: readiness needs only lilbee's {@code server.lock}.
+         */
+        Optional<java.net.URI> healthUrl();
+
+        /** How long one look at {@code health-url} may take, the whole answer's headers included. */
+        @WithDefault("1s")
+        Duration healthTimeout();
+    }
 
     interface Engine {
         /**

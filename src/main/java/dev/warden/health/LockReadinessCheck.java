@@ -1,5 +1,8 @@
 package dev.warden.health;
 
+import dev.warden.gate.GateKeeper;
+import dev.warden.gate.GateSnapshot;
+import dev.warden.gate.LilbeeAnswers;
 import dev.warden.hold.HoldSnapshot;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.LockState;
@@ -12,20 +15,29 @@ import org.eclipse.microprofile.health.Readiness;
 
 /**
  * Ready only while warden holds every configured lock: a standby pod stays out of the Service
- * until the holder dies. Answers from the keeper's published snapshot, without file I/O.
+ * until the holder dies. In gate mode, ready while this pod's lilbee holds {@code server.lock}.
+ * Answers from the keepers' published snapshots, without file I/O.
  */
 @Readiness
 @ApplicationScoped
 public class LockReadinessCheck implements HealthCheck {
 
     private final LockKeeper keeper;
+    private final GateKeeper gate;
+    private final LilbeeAnswers lilbee;
 
-    public LockReadinessCheck(LockKeeper keeper) {
+    public LockReadinessCheck(LockKeeper keeper, GateKeeper gate, LilbeeAnswers lilbee) {
         this.keeper = keeper;
+        this.gate = gate;
+        this.lilbee = lilbee;
     }
 
     @Override
     public HealthCheckResponse call() {
+        GateSnapshot gated = gate.snapshot();
+        if (GateHealth.active(gated)) {
+            return GateHealth.readiness(gated, lilbee);
+        }
         HoldSnapshot snapshot = keeper.snapshot();
         HealthCheckResponseBuilder response = HealthCheckResponse.named("locks").status(snapshot.allHeld());
         if (snapshot.phase() != HoldSnapshot.Phase.RUNNING) {

@@ -1,6 +1,8 @@
 package dev.warden.health;
 
 import dev.warden.config.WardenConfig;
+import dev.warden.gate.GateKeeper;
+import dev.warden.gate.GateSnapshot;
 import dev.warden.hold.HoldSnapshot;
 import dev.warden.hold.LockKeeper;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -11,22 +13,28 @@ import org.eclipse.microprofile.health.Startup;
 /**
  * Started once warden holds its locks (with {@code warden.startup.require-lock}, the default), so
  * a native sidecar keeps the engine container from starting in a pod that does not hold them;
- * otherwise as soon as warden serves.
+ * otherwise as soon as warden serves. In gate mode, started once this pod's lilbee may run.
  */
 @Startup
 @ApplicationScoped
 public class LockStartupCheck implements HealthCheck {
 
     private final LockKeeper keeper;
+    private final GateKeeper gate;
     private final WardenConfig config;
 
-    public LockStartupCheck(LockKeeper keeper, WardenConfig config) {
+    public LockStartupCheck(LockKeeper keeper, GateKeeper gate, WardenConfig config) {
         this.keeper = keeper;
+        this.gate = gate;
         this.config = config;
     }
 
     @Override
     public HealthCheckResponse call() {
+        GateSnapshot gated = gate.snapshot();
+        if (GateHealth.active(gated)) {
+            return GateHealth.startup(gated);
+        }
         HoldSnapshot snapshot = keeper.snapshot();
         boolean requireLock = config.startup().requireLock();
         boolean started = requireLock ? snapshot.everHeldAll() : snapshot.phase() != HoldSnapshot.Phase.NOT_STARTED;

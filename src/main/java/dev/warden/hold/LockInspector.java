@@ -29,12 +29,16 @@ public class LockInspector {
         this.ownerFile = ownerFile;
     }
 
-    /** Every lock of {@code paths}, in the order a server takes them. */
+    /** Every lock of {@code paths}, in the order a server takes them, then the gate where a gate-mode warden made one. */
     public List<LockLook> look(LilbeePaths paths) {
         List<LockLook> looks = new ArrayList<>();
         paths.scopeLock().ifPresent(lock -> looks.add(look(LockKind.SCOPE, lock,
                 Optional.of(ownerFile.read(paths.scopeOwner().orElseThrow())))));
         looks.add(look(LockKind.DATA_DIR, paths.serverLock(), Optional.empty()));
+        LockLook gate = look(LockKind.GATE, paths.gateLock(), Optional.empty());
+        if (!gate.state().equals("absent")) {
+            looks.add(gate);
+        }
         return List.copyOf(looks);
     }
 

@@ -25,9 +25,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.jboss.logging.Logger;
@@ -51,22 +48,18 @@ public class LockKeeper {
      * fresh enough for a person reading the probe, rare enough to cost nothing.
      */
     private static final Duration HOLDER_REFRESH = Duration.ofSeconds(1);
-    /** How long shutdown waits for a round in progress (normally microseconds) before giving up. */
-    private static final Duration STOP_JOIN = Duration.ofSeconds(2);
 
     private final FileLocker locker;
     private final ProcLocks procLocks;
     private final ScopeOwnerFile ownerFile;
     private final InstantSource clock;
-    private final Duration pollInterval;
+    private final KeeperLoop loop;
     private final Duration errorRetry;
     private final long pid = ProcessHandle.current().pid();
 
     private final AtomicReference<HoldSnapshot> published = new AtomicReference<>(HoldSnapshot.notStarted());
     private final List<Consumer<Set<LockKind>>> planListeners = new CopyOnWriteArrayList<>();
-    private final CompletableFuture<Void> stopSignal = new CompletableFuture<>();
-    private volatile long lastRoundNanos = System.nanoTime();
-    private volatile Thread thread;
+    private boolean started;
 
     // Confined to the keeper thread once it runs (handed over by Thread.start).
     private LilbeePaths paths;
@@ -85,7 +78,7 @@ public class LockKeeper {
         this.procLocks = procLocks;
         this.ownerFile = ownerFile;
         this.clock = clock;
-        this.pollInterval = pollInterval;
+        this.loop = new KeeperLoop("lock keeper", pollInterval);
         this.errorRetry = errorRetry;
     }
 
@@ -97,9 +90,10 @@ public class LockKeeper {
      * @throws LockException when {@code wait} is false and a lock cannot be taken at all
      */
     public synchronized Optional<Refusal> start(LilbeePaths lilbeePaths, boolean wait) throws LockException {
-        if (thread != null) {
+        if (started) {
             throw new IllegalStateException("the lock keeper is already running");
         }
+        started = true;
         paths = prepare(lilbeePaths);
         List<Slot> planned = new ArrayList<>();
         paths.scopeLock().ifPresent(p -> planned.add(new Slot(LockKind.SCOPE, p)));
@@ -119,9 +113,7 @@ public class LockKeeper {
             }
         }
         publish(HoldSnapshot.Phase.RUNNING);
-        Thread keeper = Thread.ofPlatform().daemon().name("warden-lock-keeper").unstarted(this::run);
-        thread = keeper;
-        keeper.start();
+        loop.start(this::round, this::pendingWait, this::finish);
         return Optional.empty();
     }
 
@@ -135,19 +127,7 @@ public class LockKeeper {
 
     /** Lets go of every lock (owner file before its scope lock), promptly. Safe to call twice. */
     public void stop() {
-        stopSignal.complete(null);
-        Thread keeper = thread;
-        if (keeper == null) {
-            return;
-        }
-        try {
-            keeper.join(STOP_JOIN);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (keeper.isAlive()) {
-            LOG.warn("The lock keeper did not finish its round in time; the kernel frees its locks when warden exits");
-        }
+        loop.stop();
     }
 
     void onShutdown(@Observes ShutdownEvent event) {
@@ -163,26 +143,9 @@ public class LockKeeper {
         return Optional.ofNullable(published.get().phase() == HoldSnapshot.Phase.NOT_STARTED ? null : paths);
     }
 
-    /**
-     * Whether the keeper's own machinery works: it is not running (nothing to be wedged), or its
-     * thread lives and finished a round within {@code stallTimeout}. Waiting for another holder
-     * happens on another thread and never counts against it.
-     */
-    public KeeperHealth health(Duration stallTimeout) {
-        Thread keeper = thread;
-        Duration since = Duration.ofNanos(System.nanoTime() - lastRoundNanos);
-        if (keeper != null && !keeper.isAlive() && !stopSignal.isDone()) {
-            // Not stopped by warden: it died (an Error, out of memory). A standby could never take over: restart it.
-            return new KeeperHealth(false, since, "the lock keeper thread has died");
-        }
-        if (keeper == null || published.get().phase() == HoldSnapshot.Phase.STOPPED) {
-            return new KeeperHealth(true, Duration.ZERO, "not running");
-        }
-        if (since.compareTo(stallTimeout) > 0) {
-            return new KeeperHealth(false, since, "the lock keeper has not finished a round for " + since.toMillis()
-                    + " ms (is the volume hung?)");
-        }
-        return new KeeperHealth(true, since, "running");
+    /** Whether the keeper's own machinery works (see {@link KeeperLoop#health}), for the liveness probe. */
+    public KeeperLoop.KeeperHealth health(Duration stallTimeout) {
+        return loop.health(stallTimeout);
     }
 
     private static LilbeePaths prepare(LilbeePaths lilbeePaths) {
@@ -218,36 +181,29 @@ public class LockKeeper {
         return Optional.empty();
     }
 
-    private void run() {
+    private void round() {
         try {
-            while (!stopSignal.isDone()) {
-                try {
-                    round(clock.instant());
-                } catch (RuntimeException e) {
-                    LOG.error("The lock keeper's round failed; trying again", e);
-                }
-                publish(HoldSnapshot.Phase.RUNNING);
-                lastRoundNanos = System.nanoTime();
-                awaitNextRound();
-            }
+            takeInOrder(clock.instant());
         } finally {
-            for (Slot slot : slots) {
-                if (slot.attempt != null) {
-                    slot.attempt.cancel(false);
-                }
-            }
-            releaseFrom(0);
-            publish(HoldSnapshot.Phase.STOPPED);
-            LOG.info("The lock keeper has stopped");
+            writeOwnerIfDue();
+            publish(HoldSnapshot.Phase.RUNNING);
         }
     }
 
-    private void round(Instant now) {
-        try {
-            takeInOrder(now);
-        } finally {
-            writeOwnerIfDue();
+    /** The wait in the kernel in progress, whose end starts the next round at once. */
+    private CompletableFuture<?> pendingWait() {
+        return slots.stream().filter(s -> s.attempt != null).findFirst().map(s -> s.attempt).orElse(null);
+    }
+
+    private void finish() {
+        for (Slot slot : slots) {
+            if (slot.attempt != null) {
+                slot.attempt.cancel(false);
+            }
         }
+        releaseFrom(0);
+        publish(HoldSnapshot.Phase.STOPPED);
+        LOG.info("The lock keeper has stopped");
     }
 
     private void takeInOrder(Instant now) {
@@ -287,7 +243,7 @@ public class LockKeeper {
                 fail(slot, now, e.getMessage());
                 return false;
             }
-            slot.attempt = waitInKernel(slot.path);
+            slot.attempt = locker.lockInBackground(slot.path);
         }
         if (!slot.attempt.isDone()) {
             standBy(slot, now);
@@ -301,38 +257,6 @@ public class LockKeeper {
         } catch (CompletionException e) {
             fail(slot, now, e.getCause().getMessage());
             return false;
-        }
-    }
-
-    /**
-     * Blocks a dedicated thread in {@code flock(LOCK_EX)}. If warden stops first, the future is
-     * cancelled and a lock won afterwards is let go at once.
-     */
-    private CompletableFuture<HeldLock> waitInKernel(Path path) {
-        CompletableFuture<HeldLock> attempt = new CompletableFuture<>();
-        Thread.ofPlatform().daemon().name("warden-lock-wait").start(() -> {
-            try {
-                HeldLock lock = locker.lock(path);
-                if (!attempt.complete(lock)) {
-                    lock.close();
-                }
-            } catch (LockException | RuntimeException e) {
-                attempt.completeExceptionally(e);
-            }
-        });
-        return attempt;
-    }
-
-    private void awaitNextRound() {
-        CompletableFuture<?> wakeUp = slots.stream().filter(s -> s.attempt != null).findFirst()
-                .<CompletableFuture<?>>map(s -> CompletableFuture.anyOf(s.attempt, stopSignal)).orElse(stopSignal);
-        try {
-            wakeUp.get(pollInterval.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException | ExecutionException | java.util.concurrent.CancellationException e) {
-            // time for the next round, or the wait ended one way or another: the round sorts it out
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            stopSignal.complete(null);
         }
     }
 
@@ -438,10 +362,6 @@ public class LockKeeper {
         if (!next.equals(published.get())) {
             published.set(next);
         }
-    }
-
-    /** Whether the keeper's machinery works, for the liveness probe. */
-    public record KeeperHealth(boolean alive, Duration sinceLastRound, String detail) {
     }
 
     /** One lock's keeping state; touched only by the keeper thread. */

@@ -2,6 +2,7 @@ package dev.warden.library;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
+import dev.warden.gate.GateKeeper;
 import dev.warden.hold.LockKeeper;
 import io.quarkus.scheduler.Scheduled;
 import jakarta.inject.Singleton;
@@ -17,12 +18,14 @@ import java.util.concurrent.atomic.AtomicReference;
 public class LibraryWatch {
 
     private final LockKeeper keeper;
+    private final GateKeeper gate;
     private final LibraryLocks library;
     private final WardenConfig config;
     private final AtomicReference<Optional<LibraryLook>> last = new AtomicReference<>(Optional.empty());
 
-    public LibraryWatch(LockKeeper keeper, LibraryLocks library, WardenConfig config) {
+    public LibraryWatch(LockKeeper keeper, GateKeeper gate, LibraryLocks library, WardenConfig config) {
         this.keeper = keeper;
+        this.gate = gate;
         this.library = library;
         this.config = config;
     }
@@ -33,7 +36,7 @@ public class LibraryWatch {
 
     @Scheduled(every = "5s", delayed = "1s", concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
     void look() {
-        keeper.paths().ifPresent(paths -> last.set(Optional.of(
+        keeper.paths().or(gate::paths).ifPresent(paths -> last.set(Optional.of(
                 library.look(paths.dataRoot(), paths.lancedbDir()))));
     }
 }

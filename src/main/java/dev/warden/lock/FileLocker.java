@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -43,6 +44,39 @@ public final class FileLocker {
      */
     public HeldLock lock(Path path) throws LockException {
         return acquire(path, true);
+    }
+
+    /**
+     * {@link #lock} on a thread of its own, for a keeper that must go on turning while it waits. If
+     * the future is cancelled first (warden stops), a lock won afterwards is let go at once.
+     */
+    public CompletableFuture<HeldLock> lockInBackground(Path path) {
+        CompletableFuture<HeldLock> attempt = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().name("warden-lock-wait").start(() -> {
+            try {
+                HeldLock lock = lock(path);
+                if (!attempt.complete(lock)) {
+                    lock.close();
+                }
+            } catch (LockException | RuntimeException e) {
+                attempt.completeExceptionally(e);
+            }
+        });
+        return attempt;
+    }
+
+    /** {@link #awaitRelease} on a thread of its own: completes when the holder of {@code path} lets go or dies. */
+    public CompletableFuture<Void> awaitReleaseInBackground(Path path) {
+        CompletableFuture<Void> released = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().name("warden-release-wait").start(() -> {
+            try {
+                awaitRelease(path);
+                released.complete(null);
+            } catch (LockException | RuntimeException e) {
+                released.completeExceptionally(e);
+            }
+        });
+        return released;
     }
 
     /**

@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.nio.file.LinkOption;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 
 /**
@@ -26,11 +27,16 @@ public final class ProcLocks {
 
     /** The pid holding a lock on the file now at {@code lockFile}, when the lock table shows one. */
     public OptionalLong holderOf(Path lockFile) {
+        return idOf(lockFile).map(this::holderOf).orElse(OptionalLong.empty());
+    }
+
+    /** The device and inode of the file now at {@code path}, a link not followed; empty when there is none. */
+    public static Optional<FileId> idOf(Path path) {
         try {
-            Map<String, Object> attributes = Files.readAttributes(lockFile, "unix:dev,ino", LinkOption.NOFOLLOW_LINKS);
-            return holderOf(new FileId((Long) attributes.get("dev"), (Long) attributes.get("ino")));
+            Map<String, Object> attributes = Files.readAttributes(path, "unix:dev,ino", LinkOption.NOFOLLOW_LINKS);
+            return Optional.of(new FileId((Long) attributes.get("dev"), (Long) attributes.get("ino")));
         } catch (IOException | UnsupportedOperationException e) {
-            return OptionalLong.empty();
+            return Optional.empty();
         }
     }
 

@@ -1,5 +1,7 @@
 package dev.warden.metrics;
 
+import dev.warden.gate.GateKeeper;
+import dev.warden.gate.GateState;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.LockKind;
 import dev.warden.hold.LockState;
@@ -22,11 +24,13 @@ import java.util.concurrent.ConcurrentHashMap;
 public class WardenMetrics {
 
     private final LockKeeper keeper;
+    private final GateKeeper gate;
     private final ReaperService reaper;
     private final Set<LockKind> registered = ConcurrentHashMap.newKeySet();
 
-    public WardenMetrics(LockKeeper keeper, ReaperService reaper) {
+    public WardenMetrics(LockKeeper keeper, GateKeeper gate, ReaperService reaper) {
         this.keeper = keeper;
+        this.gate = gate;
         this.reaper = reaper;
     }
 
@@ -34,6 +38,7 @@ public class WardenMetrics {
         // A series per lock this warden holds, from the moment the keeper plans it: none for a scope lock
         // it was not configured with (a NaN series would read as "unknown", not "not configured").
         keeper.onPlanned(kinds -> kinds.forEach(kind -> registerLock(kind, meters)));
+        gate.onStart(() -> registerGate(meters));
         Gauge.builder("warden.engine.users.live", this, m -> m.reaper.status().liveUsers())
                 .description("Processes holding the engine at the reaper's last pass").register(meters);
         Gauge.builder("warden.engine.keep.warm", this, m -> m.reaper.status().keepWarm())
@@ -44,6 +49,15 @@ public class WardenMetrics {
                         .map(t -> t.toEpochMilli() / 1000.0).orElse(Double.NaN))
                 .description("When the reaper last stopped or unloaded an engine, epoch seconds").baseUnit("seconds")
                 .register(meters);
+    }
+
+    private void registerGate(MeterRegistry meters) {
+        Gauge.builder("warden.gate.elected", this, m -> m.gate.snapshot().gate() instanceof GateState.Elected ? 1.0 : 0.0)
+                .description("1 while this warden holds the gate (gate mode)").register(meters);
+        Gauge.builder("warden.gate.started", this, m -> m.gate.snapshot().started() ? 1.0 : 0.0)
+                .description("1 once this pod's lilbee may run (gate mode)").register(meters);
+        Gauge.builder("warden.gate.serving", this, m -> m.gate.snapshot().serving() ? 1.0 : 0.0)
+                .description("1 while this pod's lilbee holds server.lock (gate mode)").register(meters);
     }
 
     private void registerLock(LockKind kind, MeterRegistry meters) {

@@ -66,7 +66,7 @@ class ApiServerInteropIT {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar"})
+    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar", "gate"})
     void everyOverlayIsAdmittedAndItsPodsAreCreated(String overlay) throws Exception {
         String namespace = "kustomize-" + overlay;
         plane.restrictedNamespace(namespace);

@@ -64,6 +64,21 @@ class HelmChartTest {
     }
 
     @Test
+    void gateModeRunsLilbeeAsTheMainContainerBehindWardensStartupProbe() throws IOException {
+        List<JsonNode> objects = render(CHART.resolve("ci/gate-values.yaml"));
+        PodChecks.assertGatesLilbee(kind(objects, "Deployment"));
+        assertEquals(2, kind(objects, "Deployment").at("/spec/replicas").asInt());
+        assertEquals("http", kind(objects, "Service").at("/spec/ports/0/targetPort").asText(), "the Service sends traffic to lilbee");
+    }
+
+    @Test
+    void gateModeWithAClassicSidecarIsRefused(@TempDir Path dir) throws IOException {
+        Path values = Files.writeString(dir.resolve("values.yaml"), "mode: gate\nnativeSidecar: false\n");
+        Exception e = assertThrows(Exception.class, () -> render(values));
+        assertTrue(e.getMessage().contains("mode gate needs nativeSidecar: true"), e.getMessage());
+    }
+
+    @Test
     void theEngineKeyIsAMountedSecretFile() throws IOException {
         JsonNode pod = kind(render(CHART.resolve("ci/classic-sidecar-values.yaml")), "Deployment").at("/spec/template/spec");
         JsonNode warden = container(pod, "containers", "warden");

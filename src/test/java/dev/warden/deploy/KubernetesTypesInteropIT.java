@@ -78,7 +78,7 @@ class KubernetesTypesInteropIT {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar"})
+    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar", "gate"})
     void eachKustomizeOverlayDecodesStrictly(String overlay) throws Exception {
         Command.Run decoded = accepted("", tool("kubecheck"), "--kustomize", "k8s/overlays/" + overlay);
         assertTrue(decoded.output().contains("ok apps/v1 Deployment warden"), decoded.output());

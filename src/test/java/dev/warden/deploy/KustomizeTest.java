@@ -32,19 +32,31 @@ class KustomizeTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar"})
+    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar", "gate"})
     void eachOverlayBuildsAPodThatHonoursTheProtocol(String overlay) throws Exception {
         List<JsonNode> objects = PodChecks.objects(kustomize(overlay));
         PodChecks.assertHonoursTheProtocol(PodChecks.kind(objects, "Deployment"));
         PodChecks.assertAdmitsOnlyTheEngineFromAnyone(PodChecks.kind(objects, "NetworkPolicy"), PodChecks.kind(objects, "Deployment"));
         assertFalse(PodChecks.kind(objects, "Service").isMissingNode());
-        JsonNode shared = PodChecks.kind(objects, "Deployment").at("/spec/template/spec/volumes/0");
-        assertEquals("shared", shared.path("name").asText());
+        JsonNode shared = com.fasterxml.jackson.databind.node.MissingNode.getInstance();
+        for (JsonNode volume : PodChecks.kind(objects, "Deployment").at("/spec/template/spec/volumes")) {
+            if ("shared".equals(volume.path("name").asText())) {
+                shared = volume;
+            }
+        }
+        assertFalse(shared.isMissingNode(), "a volume named shared");
         JsonNode pod = PodChecks.kind(objects, "Deployment").at("/spec/template/spec");
         // The classic-sidecar component moves warden to the containers, first, and leaves no init container.
         assertEquals(overlay.equals("classic-sidecar"), pod.path("initContainers").isMissingNode(), pod.toString());
-        assertEquals(overlay.equals("classic-sidecar") ? "warden" : "llama-swap", pod.at("/containers/0/name").asText());
-        if (overlay.equals("pvc")) {
+        assertEquals(switch (overlay) {
+            case "classic-sidecar" -> "warden";
+            case "gate" -> "lilbee";
+            default -> "llama-swap";
+        }, pod.at("/containers/0/name").asText());
+        if (overlay.equals("gate")) {
+            PodChecks.assertGatesLilbee(PodChecks.kind(objects, "Deployment"));
+        }
+        if (overlay.equals("pvc") || overlay.equals("gate")) {
             assertEquals("warden-data", shared.at("/persistentVolumeClaim/claimName").asText(), shared.toString());
             assertTrue(shared.path("emptyDir").isMissingNode(), shared.toString());
             assertFalse(PodChecks.kind(objects, "PersistentVolumeClaim").isMissingNode());

@@ -66,6 +66,29 @@ final class PodChecks {
         }
     }
 
+    /**
+     * Gate mode: warden is a native sidecar told {@code gate}, whose readiness also asks lilbee; the
+     * real {@code lilbee serve} is the only main container, on the shared volume, with a writable home.
+     */
+    static void assertGatesLilbee(JsonNode deployment) {
+        JsonNode pod = deployment.at("/spec/template/spec");
+        JsonNode warden = container(pod, "initContainers", "warden");
+        assertEquals("Always", warden.path("restartPolicy").asText(), "only a native sidecar's startup probe holds lilbee back");
+        String env = warden.path("env").toString();
+        assertTrue(env.contains("{\"name\":\"WARDEN_MODE\",\"value\":\"gate\"}"), env);
+        JsonNode lilbee = container(pod, "containers", "lilbee");
+        assertEquals(1, pod.path("containers").size(), "lilbee starts its own engines: " + pod.path("containers"));
+        String args = lilbee.path("args").toString();
+        assertTrue(args.startsWith("[\"serve\""), args);
+        int port = lilbee.at("/ports/0/containerPort").asInt();
+        assertTrue(args.contains("\"--port\",\"" + port + "\""), args);
+        assertTrue(env.contains("\"WARDEN_GATE_HEALTH_URL\",\"value\":\"http://127.0.0.1:" + port + "/api/health\""), env);
+        String lilbeeEnv = lilbee.path("env").toString();
+        assertTrue(lilbeeEnv.contains("{\"name\":\"LILBEE_DATA\",\"value\":\"/var/lib/lilbee\"}"), lilbeeEnv);
+        assertTrue(lilbeeEnv.contains("\"HOME\""), "lilbee writes its home on a read-only root: " + lilbeeEnv);
+        assertTrue(lilbee.path("volumeMounts").toString().contains("\"mountPath\":\"/var/lib/lilbee\""), lilbee.toString());
+    }
+
     static void assertHonoursTheProtocol(JsonNode deployment) {
         assertEquals("Recreate", deployment.at("/spec/strategy/type").asText(), "a surge pod could never be ready");
         JsonNode pod = deployment.at("/spec/template/spec");
@@ -96,7 +119,7 @@ final class PodChecks {
         for (JsonNode env : warden.path("env")) {
             assertFalse(env.path("name").asText().equals("WARDEN_ENGINE_API_KEY"), "the engine key is a mounted file, never env");
         }
-        for (JsonNode container : List.of(warden, container(pod, "containers", "llama-swap"))) {
+        for (JsonNode container : List.of(warden, container(pod, "containers", "llama-swap"), container(pod, "containers", "lilbee"))) {
             if (container.isMissingNode()) {
                 continue;
             }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
+import dev.warden.gate.GateKeeper;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.ScopeOwnerFile;
 import dev.warden.lock.FileLocker;
@@ -31,6 +32,10 @@ class LockStartupCheckTest {
     private final LockKeeper keeper = new LockKeeper(new FileLocker(new NativePosix()), new ProcLocks(),
             new ScopeOwnerFile(new ObjectMapper()), InstantSource.system(), Duration.ofMillis(50), Duration.ofMillis(100));
 
+    /** Not started: hold mode answers. */
+    private final GateKeeper gate = new GateKeeper(new FileLocker(new NativePosix()), new ProcLocks(), InstantSource.system(),
+            Duration.ofMillis(50), Duration.ofMillis(100));
+
     @AfterEach
     void stop() {
         keeper.stop();
@@ -38,16 +43,16 @@ class LockStartupCheckTest {
 
     @Test
     void withoutRequireLockAStandbyHasStartedOnceItServes() throws Exception {
-        LockStartupCheck check = new LockStartupCheck(keeper, config(false));
+        LockStartupCheck check = new LockStartupCheck(keeper, gate, config(false));
         assertEquals(HealthCheckResponse.Status.DOWN, check.call().getStatus(), "not serving yet");
         Path data = Files.createDirectories(dir.resolve("data"));
         try (Peer holder = Peer.flockHolder(data.resolve("server.lock"))) {
             keeper.start(new LilbeePaths(dir, data, data.resolve("lancedb"), Optional.empty(), "test"), true);
             assertEquals(HealthCheckResponse.Status.UP, check.call().getStatus());
-            assertEquals(HealthCheckResponse.Status.DOWN, new LockStartupCheck(keeper, config(true)).call().getStatus());
+            assertEquals(HealthCheckResponse.Status.DOWN, new LockStartupCheck(keeper, gate, config(true)).call().getStatus());
             holder.kill();
             Await.until("the lock is held", () -> keeper.snapshot().allHeld());
-            assertEquals(HealthCheckResponse.Status.UP, new LockStartupCheck(keeper, config(true)).call().getStatus());
+            assertEquals(HealthCheckResponse.Status.UP, new LockStartupCheck(keeper, gate, config(true)).call().getStatus());
         }
     }
 

@@ -15,10 +15,15 @@ public final class Await {
     }
 
     public static void until(String what, BooleanSupplier condition) {
-        long deadline = System.nanoTime() + PATIENCE.toNanos();
+        until(what, PATIENCE, condition);
+    }
+
+    /** For what takes a real peer longer: a {@code lilbee serve} start, a kubelet's restart back-off. */
+    public static void until(String what, Duration patience, BooleanSupplier condition) {
+        long deadline = System.nanoTime() + patience.toNanos();
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
-                throw new AssertionError("gave up after " + PATIENCE.toSeconds() + " s waiting until " + what);
+                throw new AssertionError("gave up after " + patience.toSeconds() + " s waiting until " + what);
             }
             try {
                 Thread.sleep(10);

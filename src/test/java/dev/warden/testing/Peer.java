@@ -117,6 +117,32 @@ public final class Peer implements AutoCloseable {
         return new Peer(List.of("python3", "-c", script, file.toString(), mode, Long.toString(busyTimeoutMs)));
     }
 
+    /**
+     * Python's http.server on {@code 127.0.0.1:port} answering every GET with {@code status} and a short
+     * JSON body, as {@code lilbee serve} answers {@code /api/health} without its token (401). Prints
+     * "listening" once it does.
+     */
+    public static Peer httpAnswering(int port, int status) throws IOException {
+        assumePython();
+        String script = String.join("\n",
+                "import http.server, sys",
+                "class H(http.server.BaseHTTPRequestHandler):",
+                "    def do_GET(self):",
+                "        body = b'{\"detail\":\"Missing or invalid bearer token\"}'",
+                "        self.send_response(int(sys.argv[2]))",
+                "        self.send_header('Content-Length', str(len(body)))",
+                "        self.end_headers()",
+                "        self.wfile.write(body)",
+                "    def log_message(self, *args):",
+                "        pass",
+                "server = http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H)",
+                "print('listening', flush=True)",
+                "server.serve_forever()");
+        Peer peer = new Peer(List.of("python3", "-c", script, Integer.toString(port), Integer.toString(status)));
+        peer.awaitLine("listening", Duration.ofSeconds(10));
+        return peer;
+    }
+
     /** The sqlite3 command-line shell holding {@code BEGIN EXCLUSIVE} on {@code file} until killed. */
     public static Peer sqliteShellWriter(Path file) throws IOException {
         org.junit.jupiter.api.Assumptions.assumeTrue(new java.io.File("/usr/bin/sqlite3").canExecute()

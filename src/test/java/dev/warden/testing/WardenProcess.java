@@ -95,6 +95,17 @@ public final class WardenProcess implements AutoCloseable {
         return new WardenProcess(process, port, managementPort, log);
     }
 
+    /**
+     * The command line of {@code warden serve ARGS} with {@code settings}, for a process the test does not
+     * start itself (a test kubelet inside a pod's PID namespace).
+     */
+    public static List<String> serveCommand(List<String> settings, String... args) {
+        List<String> command = command(null, settings.toArray(String[]::new));
+        command.add("serve");
+        command.addAll(List.of(args));
+        return command;
+    }
+
     /** Runs a one-shot command ({@code status}, {@code serve --no-wait}, ...) to its end. */
     public static Result run(String... args) throws IOException, InterruptedException {
         return run(java.util.Map.of(), args);

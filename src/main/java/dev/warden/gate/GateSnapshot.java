@@ -1,0 +1,26 @@
+package dev.warden.gate;
+
+import dev.warden.hold.HoldSnapshot.Phase;
+import java.nio.file.Path;
+import java.util.Optional;
+
+/**
+ * An immutable picture of the election and of lilbee's server lock, published by the gate keeper
+ * after every round, so the probes answer from memory without touching the volume.
+ *
+ * @param started whether this pod's lilbee may run (sticky, as Kubernetes reads a startup probe once)
+ * @param note what this warden waits for, or what an operator should know, for the probe and the log
+ */
+public record GateSnapshot(Phase phase, Optional<Path> gateLock, Optional<Path> serverLock, GateState gate,
+        ServerLockState server, boolean started, Optional<String> note) {
+
+    public static GateSnapshot notStarted() {
+        return new GateSnapshot(Phase.NOT_STARTED, Optional.empty(), Optional.empty(),
+                new GateState.Waiting("not started"), new ServerLockState.NotInPod(), false, Optional.empty());
+    }
+
+    /** This pod serves: its lilbee holds {@code server.lock}. */
+    public boolean serving() {
+        return phase == Phase.RUNNING && server instanceof ServerLockState.InPod;
+    }
+}

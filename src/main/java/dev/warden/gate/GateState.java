@@ -1,0 +1,51 @@
+package dev.warden.gate;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.OptionalLong;
+
+/** Where this warden stands in the election, as published to the probes and status. */
+public sealed interface GateState {
+
+    /** A label for probes and status: waiting, elected, standby, yielded, error. */
+    String label();
+
+    /** Not tried yet. */
+    record Waiting(String reason) implements GateState {
+        public String label() {
+            return "waiting";
+        }
+    }
+
+    /** This warden holds the gate since {@code since}, after standing by for {@code waited}. */
+    record Elected(Instant since, Duration waited) implements GateState {
+        public String label() {
+            return "elected";
+        }
+    }
+
+    /** Another warden holds the gate ({@code holderPid} where this pod can see it); this one waits in the kernel. */
+    record Standby(Instant since, OptionalLong holderPid) implements GateState {
+        public String label() {
+            return "standby";
+        }
+    }
+
+    /**
+     * Won the gate, but {@code server.lock} was held outside this pod: the gate is let go (so the
+     * serving pod's warden, restarted, gets it back) and this warden waits in the kernel for the
+     * server lock's release before it contends again.
+     */
+    record Yielded(Instant since) implements GateState {
+        public String label() {
+            return "yielded";
+        }
+    }
+
+    /** The gate cannot be taken at all; the message says why and what to do. */
+    record Failed(Instant since, String message) implements GateState {
+        public String label() {
+            return "error";
+        }
+    }
+}

@@ -1,0 +1,192 @@
+package dev.warden.interop;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.warden.testing.Await;
+import dev.warden.testing.GatePod;
+import dev.warden.testing.LilbeeServe;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Gate mode against the real {@code lilbee serve} 0.6.90b449: pods on one data root, each in a PID
+ * namespace of its own with a test kubelet as its PID 1 that starts lilbee only once the pod's warden
+ * reports started. At no sample do two lilbees serve, no lilbee ever exits 3, a killed serving pod is
+ * replaced by another pod's lilbee, a lilbee crash keeps the gate in its pod, and a warden restarted
+ * while its lilbee serves neither lets a second lilbee start nor leaves its pod unready.
+ */
+class GateInteropIT {
+
+    /** lilbee's start (a few seconds) on a machine whose two cores start three JVMs and lilbees at once. */
+    private static final Duration LILBEE = Duration.ofSeconds(90);
+    /** The chart's readiness period: a serving pod must not stay unready for longer. */
+    private static final Duration READINESS_PERIOD = Duration.ofSeconds(2);
+
+    @TempDir
+    Path dir;
+
+    private Map<String, String> env;
+    private final List<GatePod> pods = new ArrayList<>();
+    private final List<String> overlaps = new CopyOnWriteArrayList<>();
+    private final AtomicBoolean sampling = new AtomicBoolean(true);
+    private Thread sampler;
+
+    @BeforeEach
+    void dataRoot() throws Exception {
+        GatePod.assumeRoot();
+        LilbeeServe.command("lilbee");
+        dir = dir.toRealPath();
+        env = LilbeeServe.environment(Files.createDirectories(dir.resolve("home")),
+                Map.of("LILBEE_DATA", dir.resolve("root").toString()));
+        // Every 100 ms, how many pods' lilbees serve (a lilbee binds its port only once it holds server.lock).
+        sampler = Thread.ofPlatform().daemon().start(() -> {
+            while (sampling.get()) {
+                List<String> serving = pods.stream().filter(GatePod::lilbeeListens).map(GatePod::name).toList();
+                if (serving.size() > 1) {
+                    overlaps.add(System.currentTimeMillis() + ": " + serving);
+                }
+                try {
+                    Thread.sleep(100);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        });
+    }
+
+    @AfterEach
+    void stopPods() throws Exception {
+        sampling.set(false);
+        if (sampler != null) {
+            sampler.join();
+        }
+        for (GatePod pod : pods) {
+            pod.kill();
+        }
+    }
+
+    private GatePod pod(String name, GatePod.Kubelet kubelet) throws Exception {
+        GatePod pod = GatePod.gated(name, env, kubelet);
+        pods.add(pod);
+        return pod;
+    }
+
+    private GatePod awaitTheOneServing(List<GatePod> candidates) {
+        GatePod[] serving = new GatePod[1];
+        try {
+            Await.until("one pod is ready", LILBEE, () -> {
+                List<GatePod> ready = candidates.stream().filter(p -> p.probe("ready") == 200).toList();
+                serving[0] = ready.size() == 1 ? ready.getFirst() : null;
+                return serving[0] != null;
+            });
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "\n" + logs(), e);
+        }
+        return serving[0];
+    }
+
+    private String logs() {
+        return pods.stream().map(GatePod::logs).collect(Collectors.joining("\n"));
+    }
+
+    /** No two lilbees served at any sample, and no lilbee exited 3 (refused by another's lock). */
+    private void assertOneServerAndNoRefusal() {
+        assertEquals(List.of(), overlaps, "two lilbees served at once\n" + logs());
+        for (GatePod pod : pods) {
+            for (JsonNode exit : pod.events("lilbee", "exit")) {
+                assertTrue(exit.path("rc").asInt() != 3, pod.name() + "'s lilbee exited 3\n" + logs());
+            }
+        }
+    }
+
+    @Test
+    void threePodsServeExactlyOneLilbeeAndEachKilledServingPodIsReplacedWithoutARefusal() throws Exception {
+        List<GatePod> alive = new ArrayList<>(List.of(pod("a", GatePod.Kubelet.KUBERNETES),
+                pod("b", GatePod.Kubelet.KUBERNETES), pod("c", GatePod.Kubelet.KUBERNETES)));
+        for (int round = 0; round < 2; round++) {
+            GatePod serving = awaitTheOneServing(alive);
+            for (GatePod standby : alive) {
+                if (standby != serving) {
+                    Await.until(standby.name() + " answers its startup probe", () -> standby.probe("started") != -1);
+                    assertEquals(503, standby.probe("started"), "a standby is never started\n" + logs());
+                    assertEquals(503, standby.probe("ready"));
+                    assertEquals(200, standby.probe("live"), "a standby is alive");
+                    assertEquals(List.of(), standby.events("lilbee", "start"), "a standby's lilbee never starts");
+                }
+            }
+            JsonNode status = serving.status().orElseThrow();
+            assertEquals("gate", status.path("mode").asText());
+            assertEquals("elected", status.at("/gate/state").asText(), status.toString());
+            assertEquals("held-in-pod", status.at("/gate/server_lock/state").asText(), status.toString());
+            serving.kill();
+            alive.remove(serving);
+        }
+        awaitTheOneServing(alive);
+        assertOneServerAndNoRefusal();
+    }
+
+    @Test
+    void aLilbeeCrashInTheElectedPodKeepsTheGateThere() throws Exception {
+        GatePod.Kubelet quick = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
+        List<GatePod> both = List.of(pod("elected", quick), pod("standby", quick));
+        GatePod serving = awaitTheOneServing(both);
+        GatePod standby = both.get(0) == serving ? both.get(1) : both.get(0);
+        ProcessHandle lilbee = serving.lilbee().orElseThrow();
+        lilbee.destroyForcibly();
+        Await.until("the serving pod's lilbee is gone", () -> !lilbee.isAlive());
+        Await.until("the serving pod's lilbee restarted and serves", LILBEE,
+                () -> serving.events("lilbee", "start").size() == 2 && serving.probe("ready") == 200);
+        assertEquals(List.of(), standby.events("lilbee", "start"), "the standby's lilbee never started\n" + logs());
+        assertEquals(503, standby.probe("started"));
+        assertOneServerAndNoRefusal();
+    }
+
+    /**
+     * The serving pod's warden dies while its lilbee serves: the standby's warden wins the gate, finds
+     * server.lock held outside its pod and lets the gate go; the restarted warden is started and ready
+     * at once. Neither two servers, nor a serving pod left unready for longer than a readiness period.
+     */
+    @Test
+    void aWardenRestartedWhileItsLilbeeServesLetsNoSecondLilbeeStartAndIsReadyAtOnce() throws Exception {
+        GatePod.Kubelet quick = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
+        List<GatePod> both = List.of(pod("first", quick), pod("second", quick));
+        GatePod serving = awaitTheOneServing(both);
+        GatePod standby = both.get(0) == serving ? both.get(1) : both.get(0);
+        Await.until("the standby stands by", () -> standby.probe("live") == 200);
+        ProcessHandle warden = serving.warden().orElseThrow();
+        long lilbeePid = serving.lilbee().orElseThrow().pid();
+        warden.destroyForcibly();
+        Await.until("the serving pod's warden is gone", () -> !warden.isAlive());
+        Await.until("the standby's warden looked at server.lock and let the gate go",
+                () -> standby.status().map(s -> s.at("/gate/state").asText()).filter("yielded"::equals).isPresent());
+        Await.until("the serving pod's warden restarted and answers", LILBEE,
+                () -> serving.warden().filter(w -> w.pid() != warden.pid()).isPresent() && serving.probe("started") != -1);
+        long answering = System.nanoTime();
+        Await.until("the restarted warden is ready", () -> serving.probe("ready") == 200);
+        Duration unready = Duration.ofNanos(System.nanoTime() - answering);
+        assertTrue(unready.compareTo(READINESS_PERIOD) < 0,
+                "the serving pod was unready for " + unready.toMillis() + " ms after its warden answered\n" + logs());
+        assertEquals(200, serving.probe("started"));
+        assertEquals(lilbeePid, serving.lilbee().orElseThrow().pid(), "the serving lilbee was never disturbed");
+        Await.until("the restarted warden holds the gate again",
+                () -> serving.status().map(s -> s.at("/gate/state").asText()).filter("elected"::equals).isPresent());
+        assertEquals(List.of(), standby.events("lilbee", "start"), "the standby's lilbee never started\n" + logs());
+        assertEquals(503, standby.probe("started"));
+        assertOneServerAndNoRefusal();
+        assertFalse(serving.events("warden", "exit").isEmpty(), "the kubelet saw the warden die");
+    }
+}
