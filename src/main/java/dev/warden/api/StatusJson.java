@@ -81,29 +81,21 @@ public class StatusJson {
 
     private ObjectNode gate(GateSnapshot snapshot) {
         ObjectNode gate = mapper.createObjectNode();
-        gate.put("state", snapshot.gate().label());
-        switch (snapshot.gate()) {
-            case GateState.Elected elected -> gate.put("since", elected.since().toString());
-            case GateState.Standby standby -> {
-                gate.put("since", standby.since().toString());
-                standby.holderPid().ifPresent(pid -> gate.put("holder_pid", pid));
-            }
-            case GateState.Yielded yielded -> gate.put("since", yielded.since().toString());
-            case GateState.Failed failed -> gate.put("since", failed.since().toString()).put("error", failed.message());
-            case GateState.Waiting waiting -> gate.put("waiting", waiting.reason());
-        }
+        GateState state = snapshot.gate();
+        gate.put("state", state.label());
+        state.changedAt().ifPresent(t -> gate.put("since", t.toString()));
+        state.holderPid().ifPresent(pid -> gate.put("holder_pid", pid));
+        state.detail().ifPresent(d -> gate.put("detail", d));
         gate.put("started", snapshot.started());
         gate.put("serving", snapshot.serving());
+        ServerLockState lock = snapshot.server();
         ObjectNode server = gate.putObject("server_lock");
-        server.put("state", snapshot.server().label());
-        switch (snapshot.server()) {
-            case ServerLockState.InPod inPod -> server.put("holder_pid", inPod.pid()).put("since", inPod.since().toString())
-                    .put("file_replaced", inPod.replacedFile());
-            case ServerLockState.Free free -> server.put("since", free.since().toString());
-            case ServerLockState.HeldOutside outside -> server.put("since", outside.since().toString());
-            case ServerLockState.Failed failed -> server.put("error", failed.message());
-            case ServerLockState.NotInPod notInPod -> {
-            }
+        server.put("state", lock.label());
+        lock.changedAt().ifPresent(t -> server.put("since", t.toString()));
+        lock.holderPid().ifPresent(pid -> server.put("holder_pid", pid));
+        lock.error().ifPresent(e -> server.put("error", e));
+        if (lock instanceof ServerLockState.InPod inPod) {
+            server.put("file_replaced", inPod.replacedFile());
         }
         snapshot.note().ifPresent(n -> gate.put("note", n));
         return gate;

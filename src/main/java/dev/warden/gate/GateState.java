@@ -2,6 +2,7 @@ package dev.warden.gate;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Optional;
 import java.util.OptionalLong;
 
 /** Where this warden stands in the election, as published to the probes and status. */
@@ -9,6 +10,31 @@ public sealed interface GateState {
 
     /** A label for probes and status: waiting, elected, standby, yielded, error. */
     String label();
+
+    /** Since when this state holds, where it has a moment. */
+    default Optional<Instant> changedAt() {
+        return switch (this) {
+            case Elected elected -> Optional.of(elected.since());
+            case Standby standby -> Optional.of(standby.since());
+            case Yielded yielded -> Optional.of(yielded.since());
+            case Failed failed -> Optional.of(failed.since());
+            case Waiting waiting -> Optional.empty();
+        };
+    }
+
+    /** The gate's holder: a {@link Standby} that can see it says (its own component); nobody else knows. */
+    default OptionalLong holderPid() {
+        return OptionalLong.empty();
+    }
+
+    /** Why, for an error or a wait not yet begun. */
+    default Optional<String> detail() {
+        return switch (this) {
+            case Failed failed -> Optional.of(failed.message());
+            case Waiting waiting -> Optional.of(waiting.reason());
+            default -> Optional.empty();
+        };
+    }
 
     /** Not tried yet. */
     record Waiting(String reason) implements GateState {

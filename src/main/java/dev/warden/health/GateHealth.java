@@ -46,32 +46,19 @@ final class GateHealth {
     private static void describe(HealthCheckResponseBuilder response, GateSnapshot snapshot) {
         response.withData("mode", "gate").withData("started", snapshot.started());
         snapshot.gateLock().ifPresent(p -> response.withData("gate.path", p.toString()));
-        response.withData("gate.state", snapshot.gate().label());
-        switch (snapshot.gate()) {
-            case GateState.Elected elected -> response.withData("gate.since", elected.since().toString());
-            case GateState.Standby standby -> {
-                response.withData("gate.since", standby.since().toString());
-                standby.holderPid().ifPresent(pid -> response.withData("gate.holder-pid", pid));
-            }
-            case GateState.Yielded yielded -> response.withData("gate.since", yielded.since().toString());
-            case GateState.Failed failed -> response.withData("gate.since", failed.since().toString())
-                    .withData("gate.error", failed.message());
-            case GateState.Waiting waiting -> response.withData("gate.waiting", waiting.reason());
-        }
+        GateState gate = snapshot.gate();
+        response.withData("gate.state", gate.label());
+        gate.changedAt().ifPresent(t -> response.withData("gate.since", t.toString()));
+        gate.holderPid().ifPresent(pid -> response.withData("gate.holder-pid", pid));
+        gate.detail().ifPresent(d -> response.withData("gate.detail", d));
+        ServerLockState lock = snapshot.server();
         snapshot.serverLock().ifPresent(p -> response.withData("server-lock.path", p.toString()));
-        response.withData("server-lock.state", snapshot.server().label());
-        switch (snapshot.server()) {
-            case ServerLockState.InPod inPod -> {
-                response.withData("server-lock.holder-pid", inPod.pid()).withData("server-lock.since", inPod.since().toString());
-                if (inPod.replacedFile()) {
-                    response.withData("server-lock.file", "deleted or replaced since it was taken");
-                }
-            }
-            case ServerLockState.Free free -> response.withData("server-lock.since", free.since().toString());
-            case ServerLockState.HeldOutside outside -> response.withData("server-lock.since", outside.since().toString());
-            case ServerLockState.Failed failed -> response.withData("server-lock.error", failed.message());
-            case ServerLockState.NotInPod notInPod -> {
-            }
+        response.withData("server-lock.state", lock.label());
+        lock.changedAt().ifPresent(t -> response.withData("server-lock.since", t.toString()));
+        lock.holderPid().ifPresent(pid -> response.withData("server-lock.holder-pid", pid));
+        lock.error().ifPresent(e -> response.withData("server-lock.error", e));
+        if (lock instanceof ServerLockState.InPod inPod && inPod.replacedFile()) {
+            response.withData("server-lock.file", "deleted or replaced since it was taken");
         }
         snapshot.note().ifPresent(n -> response.withData("note", n));
     }
