@@ -156,6 +156,39 @@ class GateInteropIT {
     }
 
     /**
+     * The real {@code lilbee reset} clears the data dir while the elected pod's lilbee serves, the gate
+     * file and server.lock included: the elected warden holds a new gate file (taken before the old one is
+     * let go), the standby stays a standby, and the serving pod stays ready on the lock lilbee still holds.
+     */
+    @Test
+    void aRealLilbeeResetDeletesTheGateFileAndNoStandbySlipsIn() throws Exception {
+        List<GatePod> both = List.of(pod("serving", GatePod.Kubelet.KUBERNETES), pod("waiting", GatePod.Kubelet.KUBERNETES));
+        GatePod serving = awaitTheOneServing(both);
+        GatePod standby = both.get(0) == serving ? both.get(1) : both.get(0);
+        Await.until("the standby stands by", () -> standby.status()
+                .map(s -> s.at("/gate/state").asText()).filter("standby"::equals).isPresent());
+        Path gateLock = dir.resolve("root/data/warden-gate.lock");
+        long before = (Long) Files.getAttribute(gateLock, "unix:ino");
+        dev.warden.testing.WardenProcess.Result reset = LilbeeServe.run(dir, env, "reset", "--yes");
+        assertEquals(0, reset.exitCode(), reset.stdout());
+        Await.until("the elected warden holds a new gate file", () -> {
+            try {
+                return Files.exists(gateLock) && (Long) Files.getAttribute(gateLock, "unix:ino") != before
+                        && serving.status().map(s -> s.at("/gate/state").asText()).filter("elected"::equals).isPresent();
+            } catch (java.io.IOException e) {
+                return false;
+            }
+        });
+        JsonNode status = serving.status().orElseThrow();
+        assertTrue(status.at("/gate/server_lock/file_replaced").asBoolean(), status.toString());
+        assertEquals(200, serving.probe("ready"), "lilbee still serves on the lock it holds\n" + logs());
+        assertEquals("standby", standby.status().orElseThrow().at("/gate/state").asText());
+        assertEquals(503, standby.probe("started"));
+        assertEquals(List.of(), standby.events("lilbee", "start"), "the standby's lilbee never started\n" + logs());
+        assertOneServerAndNoRefusal();
+    }
+
+    /**
      * The serving pod's warden dies while its lilbee serves: the standby's warden wins the gate, finds
      * server.lock held outside its pod and lets the gate go; the restarted warden is started and ready
      * at once. Neither two servers, nor a serving pod left unready for longer than a readiness period.
