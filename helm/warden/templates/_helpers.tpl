@@ -22,6 +22,14 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{- define "warden.leaseName" -}}
+{{- .Values.gate.lease.name | default (printf "%s-gate" (include "warden.fullname" .)) }}
+{{- end }}
+
+{{- define "warden.leaseMode" -}}
+{{- and (eq .Values.mode "gate") (eq .Values.gate.election "lease") }}
+{{- end }}
+
 {{- define "warden.containerSecurityContext" -}}
 runAsNonRoot: true
 runAsUser: 1001
@@ -54,6 +62,19 @@ seccompProfile:
     {{- if eq .Values.mode "gate" }}
     # Ready only once lilbee answers too (with a 401: it asks a token even there, and that shows it serves).
     - {name: WARDEN_GATE_HEALTH_URL, value: "http://127.0.0.1:{{ .Values.lilbee.port }}/api/health"}
+    - {name: WARDEN_GATE_ELECTION, value: {{ .Values.gate.election | quote }}}
+    {{- if eq .Values.gate.election "lease" }}
+    - {name: WARDEN_GATE_LEASE_NAME, value: {{ include "warden.leaseName" . | quote }}}
+    - {name: WARDEN_GATE_LEASE_DURATION, value: {{ .Values.gate.lease.duration | quote }}}
+    - {name: WARDEN_GATE_LEASE_RENEW_DEADLINE, value: {{ .Values.gate.lease.renewDeadline | quote }}}
+    - {name: WARDEN_GATE_LEASE_RETRY_PERIOD, value: {{ .Values.gate.lease.retryPeriod | quote }}}
+    - {name: WARDEN_GATE_LEASE_FENCE_GRACE, value: {{ .Values.gate.lease.fenceGrace | quote }}}
+    # The Lease's holder identity is the pod; the node only names where it runs, in the log.
+    - name: POD_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+    - name: NODE_NAME
+      valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+    {{- end }}
     {{- end }}
     - {name: WARDEN_DATA_ROOT, value: {{ .Values.warden.dataRoot | quote }}}
     - {name: WARDEN_ENGINE_DIR, value: {{ .Values.warden.engineDir | quote }}}
@@ -108,6 +129,9 @@ seccompProfile:
   volumeMounts:
     - {name: shared, mountPath: {{ .Values.warden.dataRoot | quote }}}
     - {name: tmp, mountPath: /tmp}
+    {{- if eq (include "warden.leaseMode" .) "true" }}
+    - {name: gate-token, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
+    {{- end }}
     {{- if .Values.warden.apiToken.existingSecret }}
     - {name: api-token, mountPath: /var/run/secrets/warden, readOnly: true}
     {{- end }}

@@ -97,6 +97,11 @@ public class StatusJson {
         if (lock instanceof ServerLockState.InPod inPod) {
             server.put("file_replaced", inPod.replacedFile());
         }
+        snapshot.lease().ifPresent(view -> {
+            ObjectNode lease = gate.putObject("lease");
+            lease.put("name", view.name()).put("identity", view.identity()).put("leading", view.leading());
+            view.holder().ifPresentOrElse(h -> lease.put("holder", h), () -> lease.putNull("holder"));
+        });
         snapshot.note().ifPresent(n -> gate.put("note", n));
         return gate;
     }

@@ -5,7 +5,12 @@ import dev.warden.config.LilbeeEnvironment;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.Mode;
 import dev.warden.config.WardenConfig;
+import dev.warden.engine.ProcessTable;
+import dev.warden.engine.Signaller;
 import dev.warden.gate.GateKeeper;
+import dev.warden.gate.LeaseElection;
+import dev.warden.gate.LilbeeFence;
+import dev.warden.lock.Posix;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.Refusal;
 import dev.warden.lock.LockException;
@@ -85,6 +90,12 @@ public class ServeCommand implements Callable<Integer> {
     GateKeeper gate;
 
     @Inject
+    Posix posix;
+
+    @Inject
+    ProcessTable processes;
+
+    @Inject
     WardenConfig config;
 
     @Inject
@@ -139,7 +150,19 @@ public class ServeCommand implements Callable<Integer> {
         if (chosen == Mode.GATE) {
             lilbee.scopeDir().ifPresent(scope -> LOG.warnf("In gate mode warden watches %s only: the scope lock in %s is"
                     + " lilbee's own, and a pod whose lilbee it refuses exits 3", lilbee.serverLock(), scope));
-            gate.start(lilbee);
+            if (config.gate().election() == WardenConfig.Gate.Election.LEASE) {
+                Optional<String> unsafe = leaseTimingProblem(config.gate().lease());
+                if (unsafe.isPresent()) {
+                    spec.commandLine().getErr().println("warden: " + unsafe.get());
+                    return ExitCodes.USAGE;
+                }
+                LeaseElection election = new LeaseElection(LeaseElection.Settings.of(config.gate().lease(), System.getenv()));
+                election.start(Optional.ofNullable(System.getenv("NODE_NAME")).filter(n -> !n.isBlank()));
+                gate.start(lilbee, election, new LilbeeFence(new Signaller(posix, processes), processes,
+                        config.gate().lease().fenceGrace(), config.engine().killTimeout()));
+            } else {
+                gate.start(lilbee);
+            }
             LOG.infof("warden gates lilbee serve for data dir %s through %s; probes and metrics on port %d, the API on"
                     + " port %d", lilbee.dataDir(), lilbee.gateLock(), managementPort, port);
         } else {
@@ -171,6 +194,26 @@ public class ServeCommand implements Callable<Integer> {
         LOG.infof("warden serves data dir %s%s; probes and metrics on port %d, the API on port %d", lilbee.dataDir(),
                 lilbee.scopeDir().map(s -> " in scope " + s).orElse(""), managementPort, port);
         return OptionalInt.empty();
+    }
+
+    /**
+     * A Lease whose timings cannot keep two lilbees apart: the leader must step down and have its lilbee
+     * gone (renew deadline plus fence grace) before the Lease can expire for another pod.
+     */
+    static Optional<String> leaseTimingProblem(WardenConfig.Gate.Lease lease) {
+        if (lease.retryPeriod().compareTo(lease.renewDeadline()) >= 0) {
+            return Optional.of("warden.gate.lease.retry-period (" + lease.retryPeriod().toMillis() + " ms) must be shorter"
+                    + " than warden.gate.lease.renew-deadline (" + lease.renewDeadline().toMillis() + " ms)");
+        }
+        // A renewal in flight when the API server stops answering runs up to a retry period past the deadline.
+        if (lease.renewDeadline().plus(lease.retryPeriod()).plus(lease.fenceGrace()).compareTo(lease.duration()) >= 0) {
+            return Optional.of("warden.gate.lease.renew-deadline (" + lease.renewDeadline().toMillis() + " ms) plus"
+                    + " retry-period (" + lease.retryPeriod().toMillis() + " ms) plus fence-grace ("
+                    + lease.fenceGrace().toMillis() + " ms) must be shorter than warden.gate.lease.duration ("
+                    + lease.duration().toMillis() + " ms): a leader cut off from the API server must have stopped its"
+                    + " lilbee before the Lease can pass to another pod");
+        }
+        return Optional.empty();
     }
 
     /** {@code hold} or {@code gate}, in any case; anything else is a usage error naming both. */

@@ -85,6 +85,53 @@ public interface WardenConfig {
         /** How long one look at {@code health-url} may take, the whole answer's headers included. */
         @WithDefault("1s")
         Duration healthTimeout();
+
+        /**
+         * {@code file}: the gate lock alone elects (pods on one kernel, or a filesystem whose locks span
+         * nodes). {@code lease}: a coordination.k8s.io/v1 Lease elects as well, for pods on different nodes;
+         * the gate lock is still taken, once the Lease is held.
+         */
+        @WithDefault("file")
+        Election election();
+
+        Lease lease();
+
+        /** How the gate is elected. */
+        enum Election {
+            FILE, LEASE
+        }
+
+        interface Lease {
+            /** The Lease's name. */
+            @WithDefault("warden-gate")
+            String name();
+
+            /** The Lease's namespace. Unset: the pod's own (its service account's). */
+            Optional<String> namespace();
+
+            /** Who contends. Unset: {@code $POD_NAME} (the downward API), else the host name. */
+            Optional<String> identity();
+
+            /** How long a Lease holds without renewal (client-go's default). */
+            @WithDefault("15s")
+            Duration duration();
+
+            /** A leader that has not renewed for this long steps down and fences its lilbee. */
+            @WithDefault("10s")
+            Duration renewDeadline();
+
+            /** How often to try to acquire or renew; also each API request's time limit. */
+            @WithDefault("2s")
+            Duration retryPeriod();
+
+            /**
+             * After stepping down, how long this pod's lilbee gets after SIGTERM before SIGKILL. renew-deadline
+             * plus retry-period (a renewal in flight when the API server stops answering) plus this must stay
+             * below duration: lilbee is gone before the Lease can pass to another pod.
+             */
+            @WithDefault("2s")
+            Duration fenceGrace();
+        }
     }
 
     interface Engine {

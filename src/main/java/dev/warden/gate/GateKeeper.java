@@ -71,6 +71,11 @@ public class GateKeeper {
 
     // Confined to the keeper thread once it runs (handed over by Thread.start).
     private LilbeePaths paths;
+    /** Lease mode: the gate is contended for only while this election is won; null in file mode. */
+    private GateElection lease;
+    private LilbeeFence fence;
+    /** Lease mode on a volume whose gate lock cannot be taken at all: the Lease alone elects. */
+    private boolean leaseAlone;
     private HeldLock gate;
     private CompletableFuture<HeldLock> gateWait;
     private CompletableFuture<Void> releaseWait;
@@ -100,7 +105,18 @@ public class GateKeeper {
     }
 
     /** Starts contending for the gate of {@code lilbeePaths}'s data dir until {@link #stop()}. */
-    public synchronized void start(LilbeePaths lilbeePaths) {
+    public void start(LilbeePaths lilbeePaths) {
+        start(lilbeePaths, null, null);
+    }
+
+    /**
+     * Lease mode: the gate lock is contended for only while {@code election} is won. A warden that does not
+     * hold the Lease is never started, lets the gate lock go, and has {@code fence} stop any lilbee of
+     * its pod that holds server.lock. The election is closed (the Lease released) when the keeper stops.
+     */
+    public synchronized void start(LilbeePaths lilbeePaths, GateElection election, LilbeeFence lilbeeFence) {
+        lease = election;
+        fence = lilbeeFence;
         if (running) {
             throw new IllegalStateException("the gate keeper is already running");
         }
@@ -151,8 +167,12 @@ public class GateKeeper {
         Instant now = clock.instant();
         try {
             lookInPod(now);
+            if (lease != null && !lease.leading()) {
+                outsideTheLease(now);
+                return;
+            }
             keepGate(now);
-            if (gate != null) {
+            if (gate != null || leaseAlone) {
                 whileElected(now);
             } else if (!started && server instanceof ServerLockState.InPod inPod) {
                 letLilbeeStart("this pod's lilbee (pid " + inPod.pid() + ") already holds " + paths.serverLock()
@@ -160,6 +180,35 @@ public class GateKeeper {
             }
         } finally {
             publish(Phase.RUNNING);
+        }
+    }
+
+    /**
+     * Lease mode without the Lease: not started (at once, whatever was reported before), no gate lock (a
+     * pod holding the Lease must be able to take it), and this pod's lilbee, if it serves, fenced.
+     */
+    private void outsideTheLease(Instant now) {
+        leaseAlone = false;
+        if (gateWait != null) {
+            gateWait.cancel(false);
+            gateWait = null;
+        }
+        if (gate != null) {
+            gate.close();
+            gate = null;
+            LOG.infof("Released %s: this warden does not hold the Lease", paths.gateLock());
+        }
+        if (started) {
+            started = false;
+            LOG.warnf("Not started any more: this warden lost the Lease %s", lease.name());
+        }
+        if (!(gateState instanceof GateState.Standby)) {
+            gateState = new GateState.Standby(now, OptionalLong.empty());
+        }
+        note = Optional.of("waiting for the Lease " + lease.name()
+                + lease.holder().map(h -> " (held by " + h + ")").orElse(""));
+        if (server instanceof ServerLockState.InPod inPod) {
+            fence.fence(inPod.pid());
         }
     }
 
@@ -202,6 +251,9 @@ public class GateKeeper {
 
     /** Moves towards holding the gate without blocking; keeps it when its file is replaced. */
     private void keepGate(Instant now) {
+        if (leaseAlone) {
+            return;
+        }
         if (gate != null) {
             if (!gate.stillAtPath()) {
                 retake(now);
@@ -233,7 +285,11 @@ public class GateKeeper {
                     return;
                 }
             } catch (LockException e) {
-                fail(now, e.getMessage());
+                if (lease != null) {
+                    electedByTheLeaseAlone(now, e.getMessage());
+                } else {
+                    fail(now, e.getMessage());
+                }
                 return;
             }
             gateWait = locker.lockInBackground(paths.gateLock());
@@ -275,6 +331,18 @@ public class GateKeeper {
             // Keep the old lock: it still keeps every standby waiting on it out.
             fail(now, e.getMessage());
         }
+    }
+
+    /**
+     * Lease mode, and the gate lock cannot be taken at all (a filesystem without locks, say): the gate lock
+     * only backs the Lease up where the volume can lock, so the Lease alone elects. Tried again after the
+     * next loss of the Lease.
+     */
+    private void electedByTheLeaseAlone(Instant now, String why) {
+        leaseAlone = true;
+        retryAt = null;
+        gateState = new GateState.Elected(now, Duration.ZERO);
+        LOG.warnf("%s; in lease mode the Lease %s alone elects this warden", why, lease.name());
     }
 
     private Optional<HeldLock> tryGate() throws LockException {
@@ -324,8 +392,11 @@ public class GateKeeper {
             return;
         }
         server = new ServerLockState.HeldOutside(now);
-        gate.close();
-        gate = null;
+        if (gate != null) {
+            gate.close();
+            gate = null;
+        }
+        leaseAlone = false;
         gateState = new GateState.Yielded(now);
         releaseWait = locker.awaitReleaseInBackground(paths.serverLock());
         note = Optional.of(paths.serverLock() + " is held outside this pod (another pod's lilbee, a stray server, or one"
@@ -407,13 +478,17 @@ public class GateKeeper {
             gate = null;
             LOG.infof("Released %s", paths.gateLock());
         }
+        if (lease != null) {
+            lease.close();
+        }
         publish(Phase.STOPPED);
         LOG.info("The gate keeper has stopped");
     }
 
     private void publish(Phase phase) {
         GateSnapshot next = new GateSnapshot(phase, Optional.of(paths.gateLock()), Optional.of(paths.serverLock()),
-                gateState, server, started, note);
+                gateState, server, started, note, Optional.ofNullable(lease).map(l -> new GateSnapshot.LeaseView(
+                        l.name(), l.identity(), l.leading(), l.holder())));
         if (!next.equals(published.get())) {
             published.set(next);
         }

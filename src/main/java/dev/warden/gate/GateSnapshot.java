@@ -10,17 +10,24 @@ import java.util.Optional;
  *
  * @param started whether this pod's lilbee may run (sticky, as Kubernetes reads a startup probe once)
  * @param note what this warden waits for, or what an operator should know, for the probe and the log
+ * @param lease in lease mode, the election's state
  */
 public record GateSnapshot(Phase phase, Optional<Path> gateLock, Optional<Path> serverLock, GateState gate,
-        ServerLockState server, boolean started, Optional<String> note) {
+        ServerLockState server, boolean started, Optional<String> note, Optional<LeaseView> lease) {
 
     public static GateSnapshot notStarted() {
         return new GateSnapshot(Phase.NOT_STARTED, Optional.empty(), Optional.empty(),
-                new GateState.Waiting("not started"), new ServerLockState.NotInPod(), false, Optional.empty());
+                new GateState.Waiting("not started"), new ServerLockState.NotInPod(), false, Optional.empty(),
+                Optional.empty());
     }
 
-    /** This pod serves: its lilbee holds {@code server.lock}. */
+    /** Lease mode: the Lease's name, this warden's identity, whether it holds the Lease, and who does as last seen. */
+    public record LeaseView(String name, String identity, boolean leading, Optional<String> holder) {
+    }
+
+    /** This pod serves: its lilbee holds {@code server.lock} (and, in lease mode, this warden holds the Lease). */
     public boolean serving() {
-        return phase == Phase.RUNNING && server instanceof ServerLockState.InPod;
+        return phase == Phase.RUNNING && server instanceof ServerLockState.InPod
+                && lease.map(LeaseView::leading).orElse(true);
     }
 }

@@ -60,6 +60,11 @@ final class GateHealth {
         if (lock instanceof ServerLockState.InPod inPod && inPod.replacedFile()) {
             response.withData("server-lock.file", "deleted or replaced since it was taken");
         }
+        snapshot.lease().ifPresent(lease -> {
+            response.withData("lease.name", lease.name()).withData("lease.identity", lease.identity())
+                    .withData("lease.leading", lease.leading());
+            lease.holder().ifPresent(h -> response.withData("lease.holder", h));
+        });
         snapshot.note().ifPresent(n -> response.withData("note", n));
     }
 }

@@ -72,6 +72,28 @@ class HelmChartTest {
     }
 
     @Test
+    void leaseModeBindsARoleForItsOwnLeaseAndMountsTheTokenInWardenAlone() throws IOException {
+        List<JsonNode> objects = render(CHART.resolve("ci/gate-lease-values.yaml"));
+        JsonNode pod = kind(objects, "Deployment").at("/spec/template/spec");
+        assertEquals("lib-warden-gate", pod.path("serviceAccountName").asText());
+        assertFalse(pod.path("automountServiceAccountToken").asBoolean(true), "no token in every container");
+        JsonNode warden = container(pod, "initContainers", "warden");
+        assertTrue(warden.path("volumeMounts").toString().contains("\"mountPath\":\"/var/run/secrets/kubernetes.io/serviceaccount\""),
+                warden.toString());
+        assertFalse(container(pod, "containers", "lilbee").path("volumeMounts").toString().contains("serviceaccount"));
+        String env = warden.path("env").toString();
+        assertTrue(env.contains("{\"name\":\"WARDEN_GATE_ELECTION\",\"value\":\"lease\"}"), env);
+        assertTrue(env.contains("{\"name\":\"WARDEN_GATE_LEASE_NAME\",\"value\":\"lib-warden-gate\"}"), env);
+        assertTrue(env.contains("\"fieldPath\":\"metadata.name\""), "the pod is the Lease's holder identity: " + env);
+        String rules = kind(objects, "Role").path("rules").toString();
+        assertEquals("[{\"apiGroups\":[\"coordination.k8s.io\"],\"resources\":[\"leases\"],\"verbs\":[\"create\"]},"
+                + "{\"apiGroups\":[\"coordination.k8s.io\"],\"resources\":[\"leases\"],\"resourceNames\":[\"lib-warden-gate\"],"
+                + "\"verbs\":[\"get\",\"update\",\"patch\"]}]", rules);
+        assertEquals("lib-warden-gate", kind(objects, "RoleBinding").at("/subjects/0/name").asText());
+        assertTrue(kind(render(CHART.resolve("ci/gate-values.yaml")), "Role").isMissingNode(), "no Role in file mode");
+    }
+
+    @Test
     void gateModeWithAClassicSidecarIsRefused(@TempDir Path dir) throws IOException {
         Path values = Files.writeString(dir.resolve("values.yaml"), "mode: gate\nnativeSidecar: false\n");
         Exception e = assertThrows(Exception.class, () -> render(values));

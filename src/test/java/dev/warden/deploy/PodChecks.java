@@ -104,7 +104,7 @@ final class PodChecks {
         assertEquals("/q/health/live", warden.at("/livenessProbe/httpGet/path").asText(), "liveness never on the lock");
         assertEquals("/q/health/ready", warden.at("/readinessProbe/httpGet/path").asText());
         assertEquals("/q/health/started", warden.at("/startupProbe/httpGet/path").asText());
-        assertFalse(pod.path("automountServiceAccountToken").asBoolean(true), "no API token in a pod that needs none");
+        assertFalse(pod.path("automountServiceAccountToken").asBoolean(true), "no API token in every container");
         int management = -1;
         for (JsonNode port : warden.path("ports")) {
             if ("management".equals(port.path("name").asText())) {

@@ -175,6 +175,106 @@ class GateKeeperTest {
         }
     }
 
+    /** An election this test decides: whether this warden leads is a switch. */
+    private static final class Switch implements GateElection {
+        final AtomicBoolean leading = new AtomicBoolean();
+
+        @Override
+        public boolean leading() {
+            return leading.get();
+        }
+
+        @Override
+        public String name() {
+            return "warden-gate";
+        }
+
+        @Override
+        public String identity() {
+            return "this-pod";
+        }
+
+        @Override
+        public Optional<String> holder() {
+            return Optional.of(leading.get() ? "this-pod" : "another-pod");
+        }
+
+        @Override
+        public void close() {
+            leading.set(false);
+        }
+    }
+
+    private GateKeeper leaseKeeper(Switch election, dev.warden.lock.Posix posix) {
+        GateKeeper keeper = new GateKeeper(new FileLocker(posix), new ProcLocks(), InstantSource.system(),
+                Duration.ofMillis(50), Duration.ofMillis(100));
+        keepers.add(keeper);
+        dev.warden.engine.ProcessTable processes = new dev.warden.engine.ProcessTable();
+        keeper.start(paths, election, new LilbeeFence(new dev.warden.engine.Signaller(new NativePosix(), processes), processes,
+                Duration.ofSeconds(2), Duration.ofSeconds(2)));
+        return keeper;
+    }
+
+    @Test
+    void inLeaseModeTheGateIsTakenOnlyWithTheLeaseAndALostLeaseFencesThePodsLilbeeAtOnce() throws Exception {
+        Switch election = new Switch();
+        GateKeeper keeper = leaseKeeper(election, new NativePosix());
+        Await.until("standing by for the Lease", () -> keeper.snapshot().note().orElse("").contains("waiting for the Lease"));
+        assertFalse(keeper.snapshot().started());
+        assertTrue(Peer.flockCanTake(paths.gateLock()), "no gate lock without the Lease");
+        election.leading.set(true);
+        Await.until("started with the Lease", () -> keeper.snapshot().started());
+        assertFalse(Peer.flockCanTake(paths.gateLock()), "the gate lock is taken as well");
+        try (Peer lilbee = Peer.pythonHolder(paths.serverLock(), "pass", "/opt/lilbee/bin/lilbee", "serve")) {
+            lilbee.awaitLine("locked", Duration.ofSeconds(10));
+            Await.until("serving", () -> keeper.snapshot().serving());
+            election.leading.set(false);
+            Await.until("not started, not serving", () -> !keeper.snapshot().started() && !keeper.snapshot().serving());
+            assertTrue(lilbee.process().waitFor(10, java.util.concurrent.TimeUnit.SECONDS), "lilbee was fenced");
+            assertEquals(143, lilbee.process().exitValue(), "SIGTERM first");
+            Await.until("the gate lock let go", () -> {
+                try {
+                    return Peer.flockCanTake(paths.gateLock());
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+        }
+        election.leading.set(true);
+        Await.until("started again with the Lease back", () -> keeper.snapshot().started());
+    }
+
+    @Test
+    void aServerLockHolderThatIsNotLilbeeServeIsNeverSignalled() throws Exception {
+        Switch election = new Switch();
+        try (Peer stranger = Peer.flockHolder(paths.serverLock())) {
+            GateKeeper keeper = leaseKeeper(election, new NativePosix());
+            // A published round without the Lease and with the holder in the pod has asked the fence (synchronously).
+            Await.until("a round outside the Lease with the holder seen", () -> keeper.snapshot().server()
+                    instanceof ServerLockState.InPod && keeper.snapshot().note().orElse("").contains("waiting for the Lease"));
+            assertTrue(stranger.process().isAlive(), "flock(1) holds server.lock but is not lilbee serve");
+            assertFalse(keeper.snapshot().serving());
+        }
+    }
+
+    /** Lease mode on a volume without locks (flock fails with ENOLCK): the Lease alone elects. */
+    @Test
+    void onAVolumeThatCannotLockTheLeaseAloneElects() throws Exception {
+        dev.warden.lock.Posix noLocks = new dev.warden.testing.DelegatingPosix(new NativePosix()) {
+            @Override
+            public void lockExclusive(int fd, boolean wait) throws ErrnoException {
+                throw new ErrnoException("flock", dev.warden.lock.Errno.ENOLCK, "injected");
+            }
+        };
+        Switch election = new Switch();
+        election.leading.set(true);
+        GateKeeper keeper = leaseKeeper(election, noLocks);
+        Await.until("started by the Lease alone", () -> keeper.snapshot().started());
+        assertInstanceOf(GateState.Elected.class, keeper.snapshot().gate());
+        election.leading.set(false);
+        Await.until("not started without the Lease", () -> !keeper.snapshot().started());
+    }
+
     @Test
     void aGateThatCannotBeTakenIsAnErrorNamingThePathAndRetried() throws Exception {
         Files.createDirectories(paths.gateLock());

@@ -128,6 +128,16 @@ class GateModeIT {
         assertTrue(unknown.stderr().contains("'elect' is not a mode: use hold or gate"), unknown.stderr());
     }
 
+    /** A Lease whose leader could still serve when the Lease passes to another pod is refused before anything starts. */
+    @Test
+    void leaseTimingsThatCannotKeepTwoLilbeesApartAreAUsageError() throws Exception {
+        WardenProcess.Result unsafe = WardenProcess.run(java.util.Map.of("WARDEN_GATE_ELECTION", "lease",
+                "WARDEN_GATE_LEASE_DURATION", "10s", "WARDEN_GATE_LEASE_RENEW_DEADLINE", "8s"), "serve", "--mode", "gate",
+                "--data-root", dir.resolve("root").toString());
+        assertEquals(2, unsafe.exitCode(), unsafe.stderr());
+        assertTrue(unsafe.stderr().contains("must be shorter than warden.gate.lease.duration (10000 ms)"), unsafe.stderr());
+    }
+
     private static JsonNode lockNamed(JsonNode status, String name) {
         for (JsonNode lock : status.path("locks")) {
             if (name.equals(lock.path("name").asText())) {

@@ -118,6 +118,24 @@ public final class ControlPlane implements AutoCloseable {
         }
     }
 
+    /**
+     * Freezes kube-apiserver (SIGSTOP): connections are accepted by the kernel and never answered, the
+     * harder way for an API server to go away. {@link #resumeApiServer()} thaws it.
+     */
+    public void pauseApiServer() throws IOException, InterruptedException {
+        signalApiServer("-STOP");
+    }
+
+    public void resumeApiServer() throws IOException, InterruptedException {
+        signalApiServer("-CONT");
+    }
+
+    private void signalApiServer(String signal) throws IOException, InterruptedException {
+        Process apiServer = processes.stream().filter(p -> p.info().command().orElse("").endsWith("kube-apiserver"))
+                .findFirst().orElseThrow();
+        Command.ok(null, List.of("kill", signal, Long.toString(apiServer.pid())));
+    }
+
     /** The kubeconfig of a cluster admin, for helm and kubectl. */
     public Path kubeconfig() {
         return kubeconfig;

@@ -48,9 +48,9 @@ public final class Peer implements AutoCloseable {
     /**
      * Python holding {@code fcntl.flock(LOCK_EX)} (blocking) on the file, opened as filelock opens
      * it. Prints "locked" once it holds, then runs {@code then} (Python statements) and holds until
-     * killed or stdin closes.
+     * killed or stdin closes. {@code moreArgv} only shows on its command line (a stand-in's name).
      */
-    public static Peer pythonHolder(Path lockFile, String then) throws IOException {
+    public static Peer pythonHolder(Path lockFile, String then, String... moreArgv) throws IOException {
         assumePython();
         String script = String.join("\n",
                 "import fcntl, os, sys",
@@ -60,7 +60,9 @@ public final class Peer implements AutoCloseable {
                 "print('locked', flush=True)",
                 then,
                 "sys.stdin.read()");
-        return new Peer(List.of("python3", "-c", script, lockFile.toString()));
+        List<String> command = new ArrayList<>(List.of("python3", "-c", script, lockFile.toString()));
+        command.addAll(List.of(moreArgv));
+        return new Peer(command);
     }
 
     /**

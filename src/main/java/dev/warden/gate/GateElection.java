@@ -1,0 +1,26 @@
+package dev.warden.gate;
+
+import java.util.Optional;
+
+/**
+ * An election the gate lock is contended for under, in lease mode: the gate keeper asks it each
+ * round whether this warden leads, and closes it (stepping down) when it stops.
+ */
+public interface GateElection extends AutoCloseable {
+
+    /** Whether this warden holds the election now. */
+    boolean leading();
+
+    /** The name of what is held (the Lease's), for messages. */
+    String name();
+
+    /** Who this warden is in the election. */
+    String identity();
+
+    /** Who holds it, as last seen. */
+    Optional<String> holder();
+
+    /** Steps down and stops contending. */
+    @Override
+    void close();
+}

@@ -1,0 +1,181 @@
+package dev.warden.gate;
+
+import dev.warden.config.WardenConfig;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
+import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfigBuilder;
+import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaseLock;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.jboss.logging.Logger;
+
+/**
+ * The gate's election through a coordination.k8s.io/v1 Lease, as client-go's leader election runs
+ * it: fabric8's leader elector (the Kubernetes client Quarkus ships), acquiring every retry period,
+ * renewing while it leads, and stepping down when a renewal has not succeeded within the renew
+ * deadline, before the lease can expire for anyone else. Every HTTP request is cut off after a
+ * retry period, so an API server that stops answering cannot hold the step-down up. After a step
+ * down it contends again.
+ */
+public final class LeaseElection implements GateElection {
+
+    private static final Logger LOG = Logger.getLogger(LeaseElection.class);
+
+    private final Settings settings;
+    private final AtomicBoolean leading = new AtomicBoolean();
+    private final AtomicReference<String> holder = new AtomicReference<>();
+    private final AtomicBoolean stopped = new AtomicBoolean();
+    private final AtomicReference<CompletableFuture<?>> running = new AtomicReference<>();
+    private KubernetesClient client;
+    private Thread thread;
+
+    /**
+     * @param namespace where the Lease lives; empty: the pod's own (the service account's namespace,
+     *     else the kubeconfig context's)
+     */
+    public record Settings(String name, Optional<String> namespace, String identity, Duration duration,
+            Duration renewDeadline, Duration retryPeriod) {
+
+        /** From {@code warden.gate.lease.*}; the identity defaults to {@code $POD_NAME}, else the host name. */
+        public static Settings of(WardenConfig.Gate.Lease lease, Map<String, String> env) {
+            String identity = lease.identity().or(() -> Optional.ofNullable(env.get("POD_NAME")).filter(s -> !s.isBlank()))
+                    .orElseGet(LeaseElection::hostName);
+            return new Settings(lease.name(), lease.namespace(), identity, lease.duration(), lease.renewDeadline(),
+                    lease.retryPeriod());
+        }
+    }
+
+    public LeaseElection(Settings settings) {
+        this.settings = settings;
+    }
+
+    @Override
+    public boolean leading() {
+        return leading.get();
+    }
+
+    @Override
+    public String name() {
+        return settings.name();
+    }
+
+    @Override
+    public String identity() {
+        return settings.identity();
+    }
+
+    @Override
+    public Optional<String> holder() {
+        return Optional.ofNullable(holder.get());
+    }
+
+    /** Starts contending on a thread of its own; {@code node} only names where this warden runs in the log. */
+    public synchronized void start(Optional<String> node) {
+        Config config = Config.autoConfigure(null);
+        int timeout = (int) settings.retryPeriod().toMillis();
+        config.setRequestTimeout(timeout);
+        config.setConnectionTimeout(timeout);
+        config.setRequestRetryBackoffLimit(0);
+        String namespace = settings.namespace().orElse(Optional.ofNullable(config.getNamespace()).orElse("default"));
+        client = new KubernetesClientBuilder().withConfig(config).build();
+        LOG.infof("Contending for Lease %s/%s as %s%s (lease %d s, renew deadline %d s, retry %d s)", namespace,
+                settings.name(), settings.identity(), node.map(n -> " on node " + n).orElse(""),
+                settings.duration().toSeconds(), settings.renewDeadline().toSeconds(), settings.retryPeriod().toSeconds());
+        thread = Thread.ofPlatform().daemon().name("warden-lease").start(() -> contend(namespace));
+    }
+
+    private void contend(String namespace) {
+        while (!stopped.get()) {
+            CompletableFuture<?> elector = client.leaderElector().withConfig(new LeaderElectionConfigBuilder()
+                    .withName(settings.name())
+                    .withLock(new LeaseLock(namespace, settings.name(), settings.identity()))
+                    .withLeaseDuration(settings.duration())
+                    .withRenewDeadline(settings.renewDeadline())
+                    .withRetryPeriod(settings.retryPeriod())
+                    .withReleaseOnCancel(true)
+                    .withLeaderCallbacks(new LeaderCallbacks(this::startedLeading, this::stoppedLeading, this::newLeader))
+                    .build()).build().start();
+            running.set(elector);
+            if (stopped.get()) {
+                elector.cancel(true);
+            }
+            try {
+                elector.join();
+            } catch (RuntimeException e) {
+                if (!stopped.get()) {
+                    LOG.warnf("The Lease election ended (%s); contending again", e.getMessage());
+                }
+            }
+            // A renewal failed past the deadline (stepped down), or the elector gave up: contend afresh.
+            leading.set(false);
+            pause(settings.retryPeriod());
+        }
+    }
+
+    private void startedLeading() {
+        leading.set(true);
+        holder.set(settings.identity());
+        LOG.infof("Holding the Lease %s as %s", settings.name(), settings.identity());
+    }
+
+    private void stoppedLeading() {
+        if (leading.getAndSet(false)) {
+            LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
+                    settings.renewDeadline().toSeconds());
+        }
+    }
+
+    private void newLeader(String identity) {
+        String before = holder.getAndSet(identity);
+        if (!identity.equals(before) && !identity.equals(settings.identity())) {
+            LOG.infof("The Lease %s is held by %s", settings.name(), identity);
+        }
+    }
+
+    /** Steps down (releasing the Lease, so the next warden need not wait for it to expire) and stops. */
+    @Override
+    public void close() {
+        stopped.set(true);
+        CompletableFuture<?> elector = running.get();
+        if (elector != null) {
+            elector.cancel(true);
+        }
+        leading.set(false);
+        Thread contender = thread;
+        if (contender != null) {
+            try {
+                contender.join(settings.retryPeriod().toMillis() + 1000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (client != null) {
+            client.close();
+        }
+    }
+
+    private void pause(Duration duration) {
+        try {
+            Thread.sleep(duration);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stopped.set(true);
+        }
+    }
+
+    private static String hostName() {
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (UnknownHostException e) {
+            return "warden-" + ProcessHandle.current().pid();
+        }
+    }
+}

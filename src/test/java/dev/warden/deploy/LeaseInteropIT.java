@@ -1,0 +1,251 @@
+package dev.warden.deploy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.warden.testing.Await;
+import dev.warden.testing.ControlPlane;
+import dev.warden.testing.Peer;
+import dev.warden.testing.WardenProcess;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Gate mode's Lease election against a real kube-apiserver: wardens in lease mode, each on a data
+ * root of its own (as pods on different nodes, whose file locks do not meet), authenticated with a
+ * token of a ServiceAccount bound to the chart's own Role. Short timings (an 8 s Lease, 4 s renew
+ * deadline, 1 s retry, 1 s fence grace) keep it quick; the defaults are client-go's.
+ */
+class LeaseInteropIT {
+
+    private static final Duration LEASE = Duration.ofSeconds(8);
+    private static final Duration RENEW_DEADLINE = Duration.ofSeconds(4);
+    private static final Duration RETRY = Duration.ofSeconds(1);
+    private static final String NAMESPACE = "lease";
+    private static final String RELEASE = "w";
+    /** The chart's Lease name for release w, the one its Role allows. */
+    private static final String LEASE_NAME = "w-warden-gate";
+
+    private static ControlPlane plane;
+    private static Path tokenConfig;
+
+    @TempDir
+    Path dir;
+
+    private final List<WardenProcess> wardens = new ArrayList<>();
+    private final List<Peer> lilbees = new ArrayList<>();
+    private final List<String> overlaps = new CopyOnWriteArrayList<>();
+    private final AtomicBoolean sampling = new AtomicBoolean(true);
+    private Thread sampler;
+
+    /** The control plane, and the chart's ServiceAccount, Role and RoleBinding for lease mode applied to it. */
+    @BeforeAll
+    static void controlPlaneAndTheChartsRole() throws Exception {
+        Path bin = Path.of(KubernetesTypesInteropIT.tool("control-plane"));
+        plane = ControlPlane.start(bin, Files.createTempDirectory("warden-lease"));
+        plane.restrictedNamespace(NAMESPACE);
+        String rendered = KubernetesTypesInteropIT.accepted("", KubernetesTypesInteropIT.tool("helm"), "template", RELEASE,
+                "helm/warden", "-f", "helm/warden/ci/gate-lease-values.yaml", "--namespace", NAMESPACE,
+                "--show-only", "templates/serviceaccount.yaml").output();
+        plane.ok(rendered, "apply", "--server-side", "-n", NAMESPACE, "-f", "-");
+        String token = plane.ok(null, "create", "token", "-n", NAMESPACE, RELEASE + "-warden-gate").trim();
+        tokenConfig = Files.createTempFile("warden-lease", ".kubeconfig");
+        String admin = Files.readString(plane.kubeconfig());
+        // The admin's kubeconfig with the ServiceAccount's token in place of the admin's certificate.
+        String server = admin.lines().filter(l -> l.trim().startsWith("server:")).findFirst().orElseThrow().trim();
+        String ca = admin.lines().filter(l -> l.trim().startsWith("certificate-authority")).findFirst().orElseThrow().trim();
+        Files.writeString(tokenConfig, String.join("\n", "apiVersion: v1", "kind: Config", "clusters:",
+                "- name: test", "  cluster:", "    " + server, "    " + ca, "users:", "- name: gate",
+                "  user:", "    token: " + token, "contexts:", "- name: gate", "  context:", "    cluster: test",
+                "    user: gate", "    namespace: " + NAMESPACE, "current-context: gate", ""));
+    }
+
+    @AfterAll
+    static void stopThePlane() throws Exception {
+        if (plane != null) {
+            plane.close();
+        }
+    }
+
+    @AfterEach
+    void stopWardens() throws Exception {
+        sampling.set(false);
+        if (sampler != null) {
+            sampler.join();
+        }
+        for (WardenProcess warden : wardens) {
+            warden.close();
+        }
+        for (Peer lilbee : lilbees) {
+            lilbee.close();
+        }
+        plane.kubectl(null, "-n", NAMESPACE, "delete", "lease", LEASE_NAME, "--ignore-not-found");
+    }
+
+    private WardenProcess warden(String identity) throws Exception {
+        WardenProcess warden = WardenProcess.serve("lease-" + identity, Map.of("KUBECONFIG", tokenConfig.toString()), null,
+                List.of("-Dwarden.gate.election=lease", "-Dwarden.gate.lease.identity=" + identity,
+                        "-Dwarden.gate.lease.name=" + LEASE_NAME,
+                        "-Dwarden.gate.lease.duration=" + LEASE.toSeconds() + "s",
+                        "-Dwarden.gate.lease.renew-deadline=" + RENEW_DEADLINE.toSeconds() + "s",
+                        "-Dwarden.gate.lease.retry-period=" + RETRY.toSeconds() + "s",
+                        "-Dwarden.gate.lease.fence-grace=1s"),
+                "--mode", "gate", "--data-root", dir.resolve(identity).toString());
+        wardens.add(warden);
+        return warden;
+    }
+
+    /** A stand-in for a pod's {@code lilbee serve}: a real process holding its server.lock, its command line lilbee's. */
+    private Peer lilbee(String identity) throws Exception {
+        Path lock = Files.createDirectories(dir.resolve(identity).resolve("data")).resolve("server.lock");
+        Peer lilbee = Peer.pythonHolder(lock, "pass", "/opt/lilbee/bin/lilbee", "serve");
+        lilbees.add(lilbee);
+        lilbee.awaitLine("locked", Duration.ofSeconds(10));
+        return lilbee;
+    }
+
+    /** Every 100 ms, how many wardens say started: never more than one. */
+    private void sample() {
+        sampler = Thread.ofPlatform().daemon().start(() -> {
+            while (sampling.get()) {
+                List<Long> started = wardens.stream().filter(w -> w.status("/q/health/started") == 200)
+                        .map(WardenProcess::pid).toList();
+                if (started.size() > 1) {
+                    overlaps.add(System.currentTimeMillis() + ": " + started);
+                }
+                try {
+                    Thread.sleep(100);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        });
+    }
+
+    private Optional<WardenProcess> theStarted() {
+        List<WardenProcess> started = wardens.stream().filter(w -> w.status("/q/health/started") == 200).toList();
+        return started.size() == 1 ? Optional.of(started.getFirst()) : Optional.empty();
+    }
+
+    private String holder() {
+        return plane.poll("-n", NAMESPACE, "get", "lease", LEASE_NAME, "-o", "jsonpath={.spec.holderIdentity}").orElse("");
+    }
+
+    private String logs() {
+        return wardens.stream().map(WardenProcess::log).collect(Collectors.joining("\n----\n"));
+    }
+
+    @Test
+    void threeWardensElectExactlyOneAndAKilledLeaderIsReplacedWithinTheLeasePlusARetry() throws Exception {
+        for (String identity : List.of("a", "b", "c")) {
+            warden(identity);
+        }
+        sample();
+        Await.until("one warden is started", Duration.ofSeconds(60), () -> theStarted().isPresent());
+        WardenProcess leader = theStarted().orElseThrow();
+        String identity = leader.json("/api/v1/status").at("/gate/lease/identity").asText();
+        assertEquals(identity, holder(), "the Lease names the started warden");
+        for (WardenProcess other : wardens) {
+            if (other != leader) {
+                assertEquals(identity, other.json("/api/v1/status").at("/gate/lease/holder").asText(), logs());
+            }
+        }
+        long killed = System.nanoTime();
+        leader.process().destroyForcibly();
+        leader.process().waitFor(10, TimeUnit.SECONDS);
+        wardens.remove(leader);
+        Await.until("another warden is started", Duration.ofSeconds(60), () -> theStarted().isPresent());
+        Duration handover = Duration.ofNanos(System.nanoTime() - killed);
+        // fabric8 retries with a jitter of up to 1.2 retry periods; the probes are polled, not pushed.
+        Duration bound = LEASE.plus(RETRY.multipliedBy(3)).plusSeconds(1);
+        assertTrue(handover.compareTo(bound) < 0, "handover took " + handover.toMillis() + " ms\n" + logs());
+        assertEquals(theStarted().orElseThrow().json("/api/v1/status").at("/gate/lease/identity").asText(), holder());
+        assertEquals(List.of(), overlaps, "two wardens were started at once\n" + logs());
+    }
+
+    /**
+     * The API server freezes: the leader steps down (not started, not ready) and its lilbee is SIGTERMed,
+     * all before the Lease could expire for another warden, which never starts meanwhile; thawed, the
+     * election goes on and one warden is started again.
+     */
+    @Test
+    void aLeaderCutOffFromTheApiServerStepsDownAndFencesItsLilbeeBeforeTheLeaseCanExpire() throws Exception {
+        WardenProcess first = warden("first");
+        WardenProcess second = warden("second");
+        sample();
+        Await.until("one warden is started", Duration.ofSeconds(60), () -> theStarted().isPresent());
+        WardenProcess leader = theStarted().orElseThrow();
+        String identity = leader.json("/api/v1/status").at("/gate/lease/identity").asText();
+        Peer lilbee = lilbee(identity);
+        leader.awaitStatus("/q/health/ready", 200);
+        long renewedBefore = System.nanoTime();
+        plane.pauseApiServer();
+        try {
+            long paused = System.nanoTime();
+            Await.until("the leader's lilbee is gone", Duration.ofSeconds(30), () -> !lilbee.process().isAlive());
+            Duration fenced = Duration.ofNanos(System.nanoTime() - paused);
+            assertEquals(503, leader.status("/q/health/started"), "not started once stepped down\n" + leader.log());
+            assertEquals(503, leader.status("/q/health/ready"));
+            // The last renewal was at most a retry period before the pause: the Lease cannot expire sooner than this.
+            Duration earliestExpiry = LEASE.minus(RETRY);
+            assertTrue(fenced.compareTo(earliestExpiry) < 0, "lilbee fenced " + fenced.toMillis()
+                    + " ms after the API server froze, later than the Lease could expire\n" + leader.log());
+            assertEquals(143, lilbee.process().exitValue(), "SIGTERM, not SIGKILL: it had its grace");
+            assertTrue(leader.log().contains("Stepped down"), leader.log());
+            assertTrue(Duration.ofNanos(System.nanoTime() - renewedBefore).compareTo(Duration.ofSeconds(30)) < 0);
+        } finally {
+            plane.resumeApiServer();
+        }
+        Await.until("one warden is started again", Duration.ofSeconds(60), () -> theStarted().isPresent());
+        assertEquals(List.of(), overlaps, "two wardens were started at once\n" + logs());
+        assertFalse(first.log().contains("Exception in thread"), first.log());
+        assertFalse(second.log().contains("Exception in thread"), second.log());
+    }
+
+    /**
+     * The chart's Role grants what the election needs and nothing else: create on Leases, get, update and
+     * patch on its own Lease (the wardens above led with that token alone; without patch, fabric8's renewal
+     * was refused: the first run of these tests).
+     */
+    @Test
+    void theChartsRoleAllowsItsOwnLeaseAndNothingElse() throws Exception {
+        String as = "--as=system:serviceaccount:" + NAMESPACE + ":" + RELEASE + "-warden-gate";
+        String own = "leases.coordination.k8s.io/" + LEASE_NAME;
+        for (List<String> allowed : List.of(List.of("get", own), List.of("update", own), List.of("patch", own),
+                List.of("create", "leases.coordination.k8s.io"))) {
+            List<String> args = new ArrayList<>(List.of("-n", NAMESPACE, "auth", "can-i"));
+            args.addAll(allowed);
+            args.add(as);
+            assertEquals("yes", plane.kubectl(null, args.toArray(String[]::new)).output().trim(), allowed.toString());
+        }
+        for (List<String> denied : List.of(List.of("delete", own), List.of("get", "leases.coordination.k8s.io/another"),
+                List.of("update", "leases.coordination.k8s.io/another"), List.of("patch", "leases.coordination.k8s.io/another"),
+                List.of("list", "leases.coordination.k8s.io"),
+                List.of("get", "pods"), List.of("get", "secrets"), List.of("create", "pods"), List.of("get", "configmaps"))) {
+            List<String> args = new ArrayList<>(List.of("-n", NAMESPACE, "auth", "can-i"));
+            args.addAll(denied);
+            args.add(as);
+            assertEquals("no", plane.kubectl(null, args.toArray(String[]::new)).output().trim(), denied.toString());
+        }
+        assertEquals("no", plane.kubectl(null, "-n", "default", "auth", "can-i", "get", "leases.coordination.k8s.io", as)
+                .output().trim(), "only in its own namespace");
+    }
+}
