@@ -205,11 +205,9 @@ public class ServeCommand implements Callable<Integer> {
             return Optional.of("warden.gate.lease.retry-period (" + lease.retryPeriod().toMillis() + " ms) must be shorter"
                     + " than warden.gate.lease.renew-deadline (" + lease.renewDeadline().toMillis() + " ms)");
         }
-        // A renewal in flight when the API server stops answering runs up to a retry period past the deadline.
-        if (lease.renewDeadline().plus(lease.retryPeriod()).plus(lease.fenceGrace()).compareTo(lease.duration()) >= 0) {
+        if (lease.renewDeadline().plus(lease.fenceGrace()).compareTo(lease.duration()) >= 0) {
             return Optional.of("warden.gate.lease.renew-deadline (" + lease.renewDeadline().toMillis() + " ms) plus"
-                    + " retry-period (" + lease.retryPeriod().toMillis() + " ms) plus fence-grace ("
-                    + lease.fenceGrace().toMillis() + " ms) must be shorter than warden.gate.lease.duration ("
+                    + " fence-grace (" + lease.fenceGrace().toMillis() + " ms) must be shorter than warden.gate.lease.duration ("
                     + lease.duration().toMillis() + " ms): a leader cut off from the API server must have stopped its"
                     + " lilbee before the Lease can pass to another pod");
         }

@@ -126,8 +126,7 @@ public interface WardenConfig {
 
             /**
              * After stepping down, how long this pod's lilbee gets after SIGTERM before SIGKILL. renew-deadline
-             * plus retry-period (a renewal in flight when the API server stops answering) plus this must stay
-             * below duration: lilbee is gone before the Lease can pass to another pod.
+             * plus this must stay below duration: lilbee is gone before the Lease can pass to another pod.
              */
             @WithDefault("2s")
             Duration fenceGrace();

@@ -6,6 +6,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfigBuilder;
+import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaderElectionRecord;
 import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaseLock;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -21,9 +22,8 @@ import org.jboss.logging.Logger;
  * The gate's election through a coordination.k8s.io/v1 Lease, as client-go's leader election runs
  * it: fabric8's leader elector (the Kubernetes client Quarkus ships), acquiring every retry period,
  * renewing while it leads, and stepping down when a renewal has not succeeded within the renew
- * deadline, before the lease can expire for anyone else. Every HTTP request is cut off after a
- * retry period, so an API server that stops answering cannot hold the step-down up. After a step
- * down it contends again.
+ * deadline (on warden's own clock, see {@link #leading()}), before the lease can expire for anyone
+ * else. Every HTTP request is cut off after a retry period. After a step down it contends again.
  */
 public final class LeaseElection implements GateElection {
 
@@ -34,6 +34,9 @@ public final class LeaseElection implements GateElection {
     private final AtomicReference<String> holder = new AtomicReference<>();
     private final AtomicBoolean stopped = new AtomicBoolean();
     private final AtomicReference<CompletableFuture<?>> running = new AtomicReference<>();
+    /** When the last write of the Lease naming this warden that the API server took was sent (System.nanoTime). */
+    private volatile long lastWriteSent;
+    private final AtomicBoolean overdue = new AtomicBoolean();
     private KubernetesClient client;
     private Thread thread;
 
@@ -57,9 +60,27 @@ public final class LeaseElection implements GateElection {
         this.settings = settings;
     }
 
+    /**
+     * Whether this warden holds the Lease: the elector says so, and the last write of it that the API server
+     * took was sent within the renew deadline. The second half is warden's own clock: fabric8 notices a
+     * missed deadline only after the renewal in flight times out and its next retry comes round (13 s for a
+     * 10 s deadline, measured), while anyone else's view of the Lease ends no sooner than a Lease duration
+     * after that write was sent.
+     */
     @Override
     public boolean leading() {
-        return leading.get();
+        if (!leading.get()) {
+            return false;
+        }
+        if (System.nanoTime() - lastWriteSent < settings.renewDeadline().toNanos()) {
+            overdue.set(false);
+            return true;
+        }
+        if (!overdue.getAndSet(true)) {
+            LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
+                    settings.renewDeadline().toSeconds());
+        }
+        return false;
     }
 
     @Override
@@ -96,7 +117,7 @@ public final class LeaseElection implements GateElection {
         while (!stopped.get()) {
             CompletableFuture<?> elector = client.leaderElector().withConfig(new LeaderElectionConfigBuilder()
                     .withName(settings.name())
-                    .withLock(new LeaseLock(namespace, settings.name(), settings.identity()))
+                    .withLock(new TimedLeaseLock(namespace))
                     .withLeaseDuration(settings.duration())
                     .withRenewDeadline(settings.renewDeadline())
                     .withRetryPeriod(settings.retryPeriod())
@@ -120,6 +141,33 @@ public final class LeaseElection implements GateElection {
         }
     }
 
+    /** The Lease lock, noting when each write naming this warden that the API server accepted was sent. */
+    private final class TimedLeaseLock extends LeaseLock {
+        TimedLeaseLock(String namespace) {
+            super(namespace, settings.name(), settings.identity());
+        }
+
+        @Override
+        public synchronized void create(KubernetesClient kubernetes, LeaderElectionRecord record) {
+            long sent = System.nanoTime();
+            super.create(kubernetes, record);
+            accepted(record, sent);
+        }
+
+        @Override
+        public synchronized void update(KubernetesClient kubernetes, LeaderElectionRecord record) {
+            long sent = System.nanoTime();
+            super.update(kubernetes, record);
+            accepted(record, sent);
+        }
+
+        private void accepted(LeaderElectionRecord record, long sent) {
+            if (settings.identity().equals(record.getHolderIdentity())) {
+                lastWriteSent = sent;
+            }
+        }
+    }
+
     private void startedLeading() {
         leading.set(true);
         holder.set(settings.identity());
@@ -127,7 +175,7 @@ public final class LeaseElection implements GateElection {
     }
 
     private void stoppedLeading() {
-        if (leading.getAndSet(false)) {
+        if (leading.getAndSet(false) && !overdue.get()) {
             LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
                     settings.renewDeadline().toSeconds());
         }

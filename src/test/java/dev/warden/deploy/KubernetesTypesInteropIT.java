@@ -10,7 +10,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -28,13 +27,7 @@ class KubernetesTypesInteropIT {
     private static final Path CHART = Path.of("helm", "warden");
 
     static String tool(String name) {
-        String path = System.getProperty("warden.interop." + name, "");
-        if (path.isEmpty()) {
-            String why = "no " + name + ": run with -Pinterop -Dinterop." + name + "=<path>, as .ci/run does";
-            System.err.println("SKIPPED: " + why);
-            Assumptions.abort(why);
-        }
-        return path;
+        return dev.warden.testing.InteropTools.path(name);
     }
 
     static Command.Run run(String stdin, String... command) throws IOException, InterruptedException {

@@ -208,6 +208,10 @@ class LeaseInteropIT {
             Duration earliestExpiry = LEASE.minus(RETRY);
             assertTrue(fenced.compareTo(earliestExpiry) < 0, "lilbee fenced " + fenced.toMillis()
                     + " ms after the API server froze, later than the Lease could expire\n" + leader.log());
+            // On warden's own clock: the renew deadline after the last accepted renewal, sent before the freeze
+            // (fabric8's elector alone notices only after the request in flight and its next retry).
+            assertTrue(fenced.compareTo(RENEW_DEADLINE.plusMillis(500)) < 0, "stepped down " + fenced.toMillis()
+                    + " ms after the freeze, past the renew deadline\n" + leader.log());
             assertEquals(143, lilbee.process().exitValue(), "SIGTERM, not SIGKILL: it had its grace");
             assertTrue(leader.log().contains("Stepped down"), leader.log());
             assertTrue(Duration.ofNanos(System.nanoTime() - renewedBefore).compareTo(Duration.ofSeconds(30)) < 0);
