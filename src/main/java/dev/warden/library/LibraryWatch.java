@@ -1,7 +1,6 @@
 package dev.warden.library;
 
 import dev.warden.config.LilbeePaths;
-import dev.warden.config.WardenConfig;
 import dev.warden.gate.GateKeeper;
 import dev.warden.hold.LockKeeper;
 import io.quarkus.scheduler.Scheduled;
@@ -20,14 +19,12 @@ public class LibraryWatch {
     private final LockKeeper keeper;
     private final GateKeeper gate;
     private final LibraryLocks library;
-    private final WardenConfig config;
     private final AtomicReference<Optional<LibraryLook>> last = new AtomicReference<>(Optional.empty());
 
-    public LibraryWatch(LockKeeper keeper, GateKeeper gate, LibraryLocks library, WardenConfig config) {
+    public LibraryWatch(LockKeeper keeper, GateKeeper gate, LibraryLocks library) {
         this.keeper = keeper;
         this.gate = gate;
         this.library = library;
-        this.config = config;
     }
 
     public Optional<LibraryLook> last() {
