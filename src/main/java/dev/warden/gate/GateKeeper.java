@@ -4,7 +4,6 @@ import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
 import dev.warden.hold.HoldSnapshot.Phase;
 import dev.warden.hold.KeeperLoop;
-import dev.warden.lock.CheckedDir;
 import dev.warden.lock.FileId;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
@@ -15,7 +14,6 @@ import io.quarkus.runtime.ShutdownEvent;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
-import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -279,7 +277,7 @@ public class GateKeeper {
                 return;
             }
             try {
-                Optional<HeldLock> won = tryGate();
+                Optional<HeldLock> won = locker.tryLockCreatingDirs(paths.gateLock());
                 if (won.isPresent()) {
                     elected(won.get(), now);
                     return;
@@ -315,7 +313,7 @@ public class GateKeeper {
     private void retake(Instant now) {
         HeldLock old = gate;
         try {
-            Optional<HeldLock> fresh = tryGate();
+            Optional<HeldLock> fresh = locker.tryLockCreatingDirs(paths.gateLock());
             if (fresh.isPresent()) {
                 gate = fresh.get();
                 old.close();
@@ -343,17 +341,6 @@ public class GateKeeper {
         retryAt = null;
         gateState = new GateState.Elected(now, Duration.ZERO);
         LOG.warnf("%s; in lease mode the Lease %s alone elects this warden", why, lease.name());
-    }
-
-    private Optional<HeldLock> tryGate() throws LockException {
-        Path gateLock = paths.gateLock();
-        try {
-            CheckedDir.createDirectories(gateLock.getParent());
-        } catch (IOException e) {
-            throw new LockException("Cannot create " + gateLock.getParent() + " (" + e + "): warden needs it for "
-                    + gateLock.getFileName() + ". Check the volume and its permissions.", e);
-        }
-        return locker.tryLock(gateLock);
     }
 
     private void elected(HeldLock won, Instant now) {

@@ -2,7 +2,6 @@ package dev.warden.hold;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
-import dev.warden.lock.CheckedDir;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
@@ -163,8 +162,7 @@ public class LockKeeper {
             Slot slot = slots.get(i);
             Optional<HeldLock> lock;
             try {
-                createParent(slot.path);
-                lock = locker.tryLock(slot.path);
+                lock = locker.tryLockCreatingDirs(slot.path);
             } catch (LockException e) {
                 releaseFrom(0);
                 throw e;
@@ -233,8 +231,7 @@ public class LockKeeper {
                 return false;
             }
             try {
-                createParent(slot.path);
-                Optional<HeldLock> lock = locker.tryLock(slot.path);
+                Optional<HeldLock> lock = locker.tryLockCreatingDirs(slot.path);
                 if (lock.isPresent()) {
                     becomeHolder(slot, lock.get(), now);
                     return true;
@@ -344,15 +341,6 @@ public class LockKeeper {
             slot.ownerWritten = false;
             slot.state = new LockState.Waiting("released");
             LOG.infof("Released %s", slot.path);
-        }
-    }
-
-    private static void createParent(Path lockFile) throws LockException {
-        try {
-            CheckedDir.createDirectories(lockFile.getParent());
-        } catch (IOException e) {
-            throw new LockException("Cannot create " + lockFile.getParent() + " (" + e + "): warden needs it to hold "
-                    + lockFile.getFileName() + ". Check the volume and its permissions.", e);
         }
     }
 

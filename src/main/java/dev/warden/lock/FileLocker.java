@@ -47,6 +47,21 @@ public final class FileLocker {
     }
 
     /**
+     * {@link #tryLock(Path)} after creating the lock file's missing directories, each checked on the way
+     * ({@link CheckedDir#createDirectories}): for the locks warden holds itself, whose directory a fresh
+     * volume may not have yet.
+     */
+    public Optional<HeldLock> tryLockCreatingDirs(Path path) throws LockException {
+        try {
+            CheckedDir.createDirectories(path.getParent());
+        } catch (IOException e) {
+            throw new LockException("Cannot create " + path.getParent() + " (" + e + "): warden needs it to hold "
+                    + path.getFileName() + ". Check the volume and its permissions.", e);
+        }
+        return tryLock(path);
+    }
+
+    /**
      * {@link #lock} on a thread of its own, for a keeper that must go on turning while it waits. If
      * the future is cancelled first (warden stops), a lock won afterwards is let go at once.
      */

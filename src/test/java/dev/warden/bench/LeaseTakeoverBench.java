@@ -55,8 +55,7 @@ class LeaseTakeoverBench {
     }
 
     private Optional<WardenProcess> started() {
-        List<WardenProcess> started = wardens.stream().filter(w -> w.status("/q/health/started") == 200).toList();
-        return started.size() == 1 ? Optional.of(started.getFirst()) : Optional.empty();
+        return WardenProcess.theOneStarted(wardens);
     }
 
     /** Polls every 10 ms until exactly one warden other than {@code old} is started; the time since {@code from}. */

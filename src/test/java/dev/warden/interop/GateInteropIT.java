@@ -99,6 +99,11 @@ class GateInteropIT {
         return serving[0];
     }
 
+    /** Of two pods, the one that is not {@code pod}. */
+    private static GatePod other(List<GatePod> two, GatePod pod) {
+        return two.get(0) == pod ? two.get(1) : two.get(0);
+    }
+
     private String logs() {
         return pods.stream().map(GatePod::logs).collect(Collectors.joining("\n"));
     }
@@ -144,7 +149,7 @@ class GateInteropIT {
         GatePod.Kubelet quick = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
         List<GatePod> both = List.of(pod("elected", quick), pod("standby", quick));
         GatePod serving = awaitTheOneServing(both);
-        GatePod standby = both.get(0) == serving ? both.get(1) : both.get(0);
+        GatePod standby = other(both, serving);
         ProcessHandle lilbee = serving.lilbee().orElseThrow();
         lilbee.destroyForcibly();
         Await.until("the serving pod's lilbee is gone", () -> !lilbee.isAlive());
@@ -164,7 +169,7 @@ class GateInteropIT {
     void aRealLilbeeResetDeletesTheGateFileAndNoStandbySlipsIn() throws Exception {
         List<GatePod> both = List.of(pod("serving", GatePod.Kubelet.KUBERNETES), pod("waiting", GatePod.Kubelet.KUBERNETES));
         GatePod serving = awaitTheOneServing(both);
-        GatePod standby = both.get(0) == serving ? both.get(1) : both.get(0);
+        GatePod standby = other(both, serving);
         Await.until("the standby stands by", () -> standby.status()
                 .map(s -> s.at("/gate/state").asText()).filter("standby"::equals).isPresent());
         Path gateLock = dir.resolve("root/data/warden-gate.lock");
@@ -198,7 +203,7 @@ class GateInteropIT {
         GatePod.Kubelet quick = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
         List<GatePod> both = List.of(pod("first", quick), pod("second", quick));
         GatePod serving = awaitTheOneServing(both);
-        GatePod standby = both.get(0) == serving ? both.get(1) : both.get(0);
+        GatePod standby = other(both, serving);
         Await.until("the standby stands by", () -> standby.probe("live") == 200);
         ProcessHandle warden = serving.warden().orElseThrow();
         long lilbeePid = serving.lilbee().orElseThrow().pid();

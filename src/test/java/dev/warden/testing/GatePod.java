@@ -11,7 +11,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -86,14 +85,7 @@ public final class GatePod implements AutoCloseable {
         Path events = WardenProcess.logFile(name + "-events");
         Path wardenLog = WardenProcess.logFile(name + "-warden");
         Path lilbeeLog = WardenProcess.logFile(name + "-lilbee");
-        Map<String, String> environment = new HashMap<>(System.getenv());
-        env.forEach((k, v) -> {
-            if (v.isEmpty()) {
-                environment.remove(k);
-            } else {
-                environment.put(k, v);
-            }
-        });
+        Map<String, String> environment = WardenProcess.environment(env);
         ObjectNode config = JSON.createObjectNode();
         config.put("events", events.toString());
         config.put("backoff", kubelet.backoff().toMillis() / 1000.0);

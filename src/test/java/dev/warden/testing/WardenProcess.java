@@ -149,14 +149,31 @@ public final class WardenProcess implements AutoCloseable {
 
     /** Adds {@code env} to the builder's environment; an empty value removes the variable instead. */
     static ProcessBuilder withEnvironment(ProcessBuilder builder, java.util.Map<String, String> env) {
+        merge(builder.environment(), env);
+        return builder;
+    }
+
+    /** This process's environment with {@code env} added (an empty value removes the variable), for a process started otherwise. */
+    static java.util.Map<String, String> environment(java.util.Map<String, String> env) {
+        java.util.Map<String, String> merged = new java.util.HashMap<>(System.getenv());
+        merge(merged, env);
+        return merged;
+    }
+
+    private static void merge(java.util.Map<String, String> into, java.util.Map<String, String> env) {
         env.forEach((k, v) -> {
             if (v.isEmpty()) {
-                builder.environment().remove(k);
+                into.remove(k);
             } else {
-                builder.environment().put(k, v);
+                into.put(k, v);
             }
         });
-        return builder;
+    }
+
+    /** The one of {@code wardens} whose startup probe is UP; empty when none is, or more than one. */
+    public static java.util.Optional<WardenProcess> theOneStarted(List<WardenProcess> wardens) {
+        List<WardenProcess> started = wardens.stream().filter(w -> w.status("/q/health/started") == 200).toList();
+        return started.size() == 1 ? java.util.Optional.of(started.getFirst()) : java.util.Optional.empty();
     }
 
     /**
