@@ -1,5 +1,5 @@
 #!/bin/bash
-# Trains the JDK's AOT cache (JEP 514/515) for the image at build time: starts `warden serve` with the
+# Trains the JDK's AOT cache (JEP 483/514) for the image at build time: starts `warden serve` with the
 # image's own JVM and JAVA_OPTS (the cache is only used by a JVM started with the same flags, JVM build
 # and class path), waits until it is ready, asks each probe and the metrics a few times, lets the reaper
 # pass, then sends SIGTERM: the JVM writes the cache as it exits. bash for HTTP over /dev/tcp (no curl).
@@ -12,8 +12,10 @@ get() {
   exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET %s HTTP/1.0\r\n\r\n' "$2" >&3 && head -1 <&3
   exec 3<&- 3>&-
 }
+# Classes only, no method profiles (-AOTRecordTraining): the image's JVM runs C1 alone, which never
+# reads them, and they cost about 3 MB of resident memory (docs/BENCHMARKS.md).
 # shellcheck disable=SC2086 # JAVA_OPTS is a list of flags
-XDG_STATE_HOME=$work/state java $JAVA_OPTS -XX:AOTCacheOutput="$out" \
+XDG_STATE_HOME=$work/state java $JAVA_OPTS -XX:AOTCacheOutput="$out" -XX:+UnlockDiagnosticVMOptions -XX:-AOTRecordTraining \
   -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port=$api -Dquarkus.management.host=127.0.0.1 \
   -Dquarkus.management.port=$management -jar quarkus-run.jar serve --data-root "$work/data" --engine-dir "$work/engine" &
 pid=$!

@@ -21,14 +21,18 @@ public class WardenMain implements QuarkusApplication {
     private static final List<String> HELP_FLAGS = List.of("-h", "--help", "-V", "--version");
 
     private final CommandLine.IFactory factory;
+    private final Posix posix;
 
     @Inject
-    public WardenMain(CommandLine.IFactory factory) {
+    public WardenMain(CommandLine.IFactory factory, Posix posix) {
         this.factory = factory;
+        this.posix = posix;
     }
 
     public static void main(String... args) {
-        groupWritable(NativePosix.shared());
+        // Linking the libc downcalls spins their classes (about 0.1 s of a start): done beside Quarkus's
+        // own start, on the other core, rather than before it. Whoever needs them first waits for the link.
+        Thread.ofPlatform().daemon().name("warden-link").start(NativePosix::shared);
         if (!serves(args)) {
             System.setProperty("quarkus.http.host-enabled", "false");
             // The management interface cannot be switched off at run time: a loopback port of the kernel's
@@ -46,7 +50,8 @@ public class WardenMain implements QuarkusApplication {
     /**
      * Clears the group-write bit of the umask, keeping the rest of it: the lock files and directories
      * warden creates on a shared volume must be writable by the other containers of the pod's fsGroup
-     * (lilbee's, of another UID, opens lock files for writing), whichever command creates them.
+     * (lilbee's, of another UID, opens lock files for writing), whichever command creates them. Done
+     * before any command runs; nothing before that creates a file.
      */
     static void groupWritable(Posix posix) {
         int mask = posix.umask(0);
@@ -70,6 +75,7 @@ public class WardenMain implements QuarkusApplication {
 
     @Override
     public int run(String... args) {
+        groupWritable(posix);
         return commandLine(factory).execute(args);
     }
 

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
@@ -35,7 +34,7 @@ public final class EngineClient {
     static final int MAX_BODY = 64 * 1024;
 
     private final ObjectMapper json;
-    private final HttpClient http;
+    private final LazyHttpClient http;
     private final Duration readTimeout;
     private final Duration unloadTimeout;
     private final Optional<String> apiKey;
@@ -43,8 +42,7 @@ public final class EngineClient {
     public EngineClient(ObjectMapper json, Duration connectTimeout, Duration readTimeout, Duration unloadTimeout,
             Optional<String> apiKey) {
         this.json = json;
-        this.http = HttpClient.newBuilder().connectTimeout(connectTimeout).followRedirects(HttpClient.Redirect.NEVER)
-                .version(HttpClient.Version.HTTP_1_1).build();
+        this.http = new LazyHttpClient(connectTimeout);
         this.readTimeout = readTimeout;
         this.unloadTimeout = unloadTimeout;
         this.apiKey = apiKey.filter(k -> !k.isBlank());
@@ -112,7 +110,7 @@ public final class EngineClient {
      * client's threads and cut off past {@link #MAX_BODY}. The caller waits interruptibly.
      */
     private HttpResponse<String> exchange(HttpRequest request, Duration deadline) throws IOException, InterruptedException {
-        CompletableFuture<HttpResponse<String>> answer = http.sendAsync(request, info -> new CappedBody());
+        CompletableFuture<HttpResponse<String>> answer = http.get().sendAsync(request, info -> new CappedBody());
         try {
             return answer.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {

@@ -1,11 +1,11 @@
 package dev.warden.gate;
 
 import dev.warden.config.WardenConfig;
+import dev.warden.engine.LazyHttpClient;
 import jakarta.inject.Singleton;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
@@ -31,15 +31,14 @@ public class LilbeeAnswers {
 
     private final Optional<URI> url;
     private final Duration timeout;
-    private final HttpClient http;
+    private final LazyHttpClient http;
     private Answer last;
     private long lastNanos;
 
     public LilbeeAnswers(WardenConfig config) {
         this.url = config.gate().healthUrl();
         this.timeout = config.gate().healthTimeout();
-        this.http = HttpClient.newBuilder().connectTimeout(timeout).followRedirects(HttpClient.Redirect.NEVER)
-                .version(HttpClient.Version.HTTP_1_1).build();
+        this.http = new LazyHttpClient(timeout);
     }
 
     public Optional<URI> url() {
@@ -59,7 +58,7 @@ public class LilbeeAnswers {
     }
 
     private Answer ask(URI target) {
-        CompletableFuture<HttpResponse<InputStream>> answer = http.sendAsync(
+        CompletableFuture<HttpResponse<InputStream>> answer = http.get().sendAsync(
                 HttpRequest.newBuilder(target).timeout(timeout).GET().build(), HttpResponse.BodyHandlers.ofInputStream());
         try {
             HttpResponse<InputStream> response = answer.get(timeout.toMillis(), TimeUnit.MILLISECONDS);

@@ -9,7 +9,7 @@ public class LockBeans {
     @Produces
     @Singleton
     Posix posix() {
-        return new NativePosix();
+        return NativePosix.shared();
     }
 
     @Produces

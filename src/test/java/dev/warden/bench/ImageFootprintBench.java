@@ -6,6 +6,7 @@ import dev.warden.testing.Podman;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Locale;
 import org.junit.jupiter.api.Assumptions;
@@ -33,6 +34,7 @@ class ImageFootprintBench {
         List<String> rows = new java.util.ArrayList<>();
         for (String mode : List.of("on", "off")) {
             long[] startMicros = new long[STARTS];
+            long[] fromProcessMicros = new long[STARTS];
             long rssKb = 0;
             for (int i = 0; i < STARTS; i++) {
                 Path volume = Files.createDirectory(dir.resolve(mode + i));
@@ -49,6 +51,10 @@ class ImageFootprintBench {
                         Thread.sleep(2);
                     }
                     startMicros[i] = (System.nanoTime() - started) / 1000;
+                    Instant ready = Instant.now();
+                    // podman's own record of when the container's process started, on the same wall clock.
+                    long processStarted = Long.parseLong(Podman.ok("inspect", name, "--format", "{{.State.StartedAt.UnixNano}}"));
+                    fromProcessMicros[i] = ((ready.getEpochSecond() * 1_000_000_000L + ready.getNano()) - processStarted) / 1000;
                     if (i == STARTS - 1) {
                         Thread.sleep(IDLE_MS);
                         String pid = Podman.ok("inspect", name, "--format", "{{.State.Pid}}");
@@ -61,13 +67,17 @@ class ImageFootprintBench {
             long[] sorted = TakeoverBench.stats(startMicros);
             String what = mode.equals("on") ? "with its AOT cache" : "cache ignored (-XX:AOTMode=off)";
             rows.add(TakeoverBench.row("`podman run` to ready, " + what + " (ms)", sorted, mode.equals("on") ? "< 800 ms" : ""));
+            rows.add(TakeoverBench.row("container start to ready, " + what + " (ms)", TakeoverBench.stats(fromProcessMicros),
+                    mode.equals("on") ? "< 800 ms" : ""));
             rows.add(String.format(Locale.ROOT, "| resident memory after %d s idle, %s | %.1f MB | | | | 1 | %s |",
                     IDLE_MS / 1000, what, rssKb / 1024.0, mode.equals("on") ? "< 96 MB" : ""));
         }
         Report.section("6. The image", "`" + image + "` run by podman as the manifests run it (read-only root, /tmp a tmpfs,"
                 + " no capabilities, a host directory as the volume), with its own JRE, flags and AOT cache. Start: from"
                 + " `podman run` (container creation included) until /q/health/ready answers 200 on a published loopback"
-                + " port (polled every 2 ms). RSS: VmRSS of the JVM after " + IDLE_MS / 1000 + " s idle.",
+                + " port (polled every 2 ms); container start: from the start of the container's process as podman records"
+                + " it (`.State.StartedAt`), as a kubelet's container start counts, to the same answer. RSS: VmRSS of"
+                + " the JVM after " + IDLE_MS / 1000 + " s idle.",
                 List.of("| figure | median | p99 | min | max | runs | goal |", "|---|---|---|---|---|---|---|"), rows);
     }
 }
