@@ -20,7 +20,7 @@ import org.jboss.logging.Logger;
 
 /**
  * The gate's election through a coordination.k8s.io/v1 Lease, as client-go's leader election runs
- * it: fabric8's leader elector (the Kubernetes client Quarkus ships), acquiring every retry period,
+ * it: fabric8's leader elector (the client whose version Quarkus's BOM pins), acquiring every retry period,
  * renewing while it leads, and stepping down when a renewal has not succeeded within the renew
  * deadline (on warden's own clock, see {@link #leading()}), before the lease can expire for anyone
  * else. Every HTTP request is cut off after a retry period. After a step down it contends again.
