@@ -1,9 +1,12 @@
 package dev.warden.config;
 
+import dev.warden.lock.CheckedDir;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.Optional;
 
 /**
@@ -68,15 +71,35 @@ public record LilbeePaths(Path dataRoot, Path dataDir, Path lancedbDir, Optional
     /** Creates the data dir and scope dir (as lilbee does before locking), then canonicalises. */
     public LilbeePaths created() {
         try {
-            Files.createDirectories(dataDir);
+            create(dataDir);
             if (scopeDir.isPresent()) {
-                Files.createDirectories(scopeDir.get());
+                create(scopeDir.get());
             }
         } catch (IOException e) {
             throw new UncheckedIOException("Cannot create " + e.getMessage()
                     + ": warden needs to create it to hold its lock there. Check the volume and its permissions.", e);
         }
         return canonical();
+    }
+
+    /**
+     * The directories of {@code dir} that do not exist yet, each made in its checked parent below the
+     * deepest one that does, with that one's links resolved as lilbee's {@code makedirs} follows them: a
+     * directory swapped for a link after that (by a neighbour on the volume) fails the creation instead of
+     * sending it, and the lock after it, elsewhere.
+     */
+    private static void create(Path dir) throws IOException {
+        Path existing = dir.toAbsolutePath();
+        Deque<String> missing = new ArrayDeque<>();
+        while (existing.getParent() != null && !Files.isDirectory(existing)) {
+            missing.push(existing.getFileName().toString());
+            existing = existing.getParent();
+        }
+        Path target = existing.toRealPath();
+        for (String name : missing) {
+            target = target.resolve(name);
+        }
+        CheckedDir.createDirectories(target);
     }
 
     private static Path realOrSelf(Path path) {
