@@ -7,10 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.testing.FakeEngine;
+import dev.warden.testing.GatePod;
 import dev.warden.testing.Peer;
 import dev.warden.testing.WardenProcess;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -114,6 +118,30 @@ class GateModeIT {
                 warden.awaitStatus("/q/health/ready", 200);
                 assertEquals("HTTP 401", check(warden, "/q/health/ready", "gate").at("/data/lilbee.answer").asText());
             }
+        }
+    }
+
+    @Test
+    void aWardenAloneInItsPidNamespaceSaysThePodMustShareIt() throws Exception {
+        GatePod.assumeRoot();
+        List<String> command = new ArrayList<>(List.of("unshare", "--pid", "--fork", "--mount-proc", "--kill-child"));
+        command.addAll(WardenProcess.serveCommand(List.of("-Dquarkus.http.port=" + FakeEngine.freePort(),
+                "-Dquarkus.http.host=127.0.0.1", "-Dquarkus.management.port=" + FakeEngine.freePort(),
+                "-Dquarkus.management.host=127.0.0.1"), "--mode", "gate", "--data-root", dir.resolve("root").toString()));
+        Path log = WardenProcess.logFile("gate-pid-one");
+        Process warden = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!Files.readString(log).contains("warden gates lilbee serve") && System.nanoTime() < deadline) {
+                assertTrue(warden.isAlive(), Files.readString(log));
+                Thread.sleep(50);
+            }
+            String text = Files.readString(log);
+            assertTrue(text.contains("it is PID 1 of a PID namespace of its own") && text.contains("shareProcessNamespace: true"),
+                    text);
+        } finally {
+            warden.destroy();
+            warden.waitFor(30, TimeUnit.SECONDS);
         }
     }
 

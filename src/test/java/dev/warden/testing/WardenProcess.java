@@ -203,7 +203,7 @@ public final class WardenProcess implements AutoCloseable {
         return command;
     }
 
-    static Path logFile(String name) throws IOException {
+    public static Path logFile(String name) throws IOException {
         Path dir = Path.of("target", "it-logs").toAbsolutePath();
         Files.createDirectories(dir);
         return dir.resolve(name + "-" + System.nanoTime() + ".log");
