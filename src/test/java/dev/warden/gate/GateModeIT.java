@@ -140,8 +140,7 @@ class GateModeIT {
             assertTrue(text.contains("it is PID 1 of a PID namespace of its own") && text.contains("shareProcessNamespace: true"),
                     text);
         } finally {
-            warden.destroy();
-            warden.waitFor(30, TimeUnit.SECONDS);
+            GatePod.killWhole(warden);
         }
     }
 

@@ -209,6 +209,14 @@ public final class GatePod implements AutoCloseable {
 
     /** SIGKILL to the pod's PID 1: every process of the pod dies at once, as when a node or a pod is killed. */
     public void kill() throws InterruptedException {
+        killWhole(unshare);
+    }
+
+    /**
+     * SIGKILL to {@code unshare} (which ignores SIGTERM while it waits for its child) and, by pid, to every
+     * process it started, each waited for.
+     */
+    public static void killWhole(Process unshare) throws InterruptedException {
         List<ProcessHandle> members = unshare.descendants().toList();
         unshare.destroyForcibly();
         unshare.waitFor(30, TimeUnit.SECONDS);
