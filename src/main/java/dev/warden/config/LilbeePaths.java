@@ -5,8 +5,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.Optional;
 
 /**
@@ -89,17 +87,12 @@ public record LilbeePaths(Path dataRoot, Path dataDir, Path lancedbDir, Optional
      * sending it, and the lock after it, elsewhere.
      */
     private static void create(Path dir) throws IOException {
-        Path existing = dir.toAbsolutePath();
-        Deque<String> missing = new ArrayDeque<>();
-        while (existing.getParent() != null && !Files.isDirectory(existing)) {
-            missing.push(existing.getFileName().toString());
+        Path wanted = dir.toAbsolutePath();
+        Path existing = wanted;
+        while (!Files.isDirectory(existing)) {
             existing = existing.getParent();
         }
-        Path target = existing.toRealPath();
-        for (String name : missing) {
-            target = target.resolve(name);
-        }
-        CheckedDir.createDirectories(target);
+        CheckedDir.createDirectories(existing.toRealPath().resolve(existing.relativize(wanted)));
     }
 
     private static Path realOrSelf(Path path) {
