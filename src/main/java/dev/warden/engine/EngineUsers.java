@@ -9,6 +9,7 @@ import dev.warden.lock.LockProbe;
 import dev.warden.lock.Posix;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -26,6 +27,16 @@ public class EngineUsers {
     private static final Logger LOG = Logger.getLogger(EngineUsers.class);
 
     private static final int MAX_WARNED = 256;
+
+    /**
+     * How long a join waits for its own lock, as lilbee's {@code hold_user_lock} does: a reaper
+     * takes every user lock for an instant to see whether its user lives (warden's and lilbee's
+     * alike), and a join that asks in that instant must ask again, not fail.
+     */
+    static final Duration HOLD_TIMEOUT = Duration.ofSeconds(10);
+
+    /** filelock's poll interval, which lilbee's hold uses. */
+    private static final Duration HOLD_POLL = Duration.ofMillis(50);
 
     private final FileLocker locker;
     private final Set<Path> warned = ConcurrentHashMap.newKeySet();
@@ -62,6 +73,11 @@ public class EngineUsers {
      * while this is held.
      */
     public AutoCloseable join(EngineDir dir, String id) throws LockException {
+        return join(dir, id, HOLD_TIMEOUT);
+    }
+
+    /** {@link #join(EngineDir, String)}, failing when another process holds the id for {@code timeout}. */
+    AutoCloseable join(EngineDir dir, String id, Duration timeout) throws LockException {
         if (!id.matches("[A-Za-z0-9_.-]+") || id.startsWith(".")) {
             throw new IllegalArgumentException("An engine user id is letters, digits, '.', '_' and '-', got '" + id + "'");
         }
@@ -71,8 +87,8 @@ public class EngineUsers {
             throw new LockException("Cannot create " + dir.usersDir() + " (" + e + "): check the engine dir's volume.", e);
         }
         Path lock = dir.userLock(id);
-        HeldLock held = locker.tryLock(lock).orElseThrow(() -> new LockException(
-                "Another process already holds " + lock + ": pick another engine user id."));
+        HeldLock held = locker.tryLock(lock, timeout, HOLD_POLL).orElseThrow(() -> new LockException(
+                "Another process has held " + lock + " for " + timeout.toSeconds() + " s: pick another engine user id."));
         return () -> {
             // Removed while still held, so no one can take it in between and be removed with it.
             try {

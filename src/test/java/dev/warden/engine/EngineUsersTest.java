@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.lock.Errno;
 import dev.warden.lock.FileLocker;
+import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
 import dev.warden.lock.NativePosix;
 import dev.warden.lock.Posix;
@@ -14,6 +15,7 @@ import dev.warden.testing.DelegatingPosix;
 import dev.warden.testing.Peer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.logging.Handler;
@@ -28,7 +30,8 @@ class EngineUsersTest {
     @TempDir
     Path root;
 
-    private final EngineUsers users = new EngineUsers(new FileLocker(new NativePosix()));
+    private final FileLocker locker = new FileLocker(new NativePosix());
+    private final EngineUsers users = new EngineUsers(locker);
 
     @Test
     void aUserLockHeldByAnotherProcessIsALiveUser() throws Exception {
@@ -67,10 +70,35 @@ class EngineUsersTest {
         EngineDir dir = new EngineDir(root);
         try (AutoCloseable held = users.join(dir, "warden-exec")) {
             assertFalse(Peer.flockCanTake(dir.userLock("warden-exec")));
-            assertThrows(LockException.class, () -> users.join(dir, "warden-exec"));
+            LockException taken = assertThrows(LockException.class, () -> users.join(dir, "warden-exec", Duration.ofMillis(200)));
+            assertTrue(taken.getMessage().contains("pick another engine user id"), taken.getMessage());
         }
         assertFalse(Files.exists(dir.userLock("warden-exec")), "a user that leaves removes its lock file");
         assertThrows(IllegalArgumentException.class, () -> users.join(dir, "../escape"));
+    }
+
+    /**
+     * A reaper (this one or lilbee's) takes each user lock for an instant to see whether its user
+     * lives; a join that asks in that instant waits for it, as lilbee's hold does, and holds the
+     * lock once the look is over. The look is a second open description of the file, here held
+     * for 300 ms.
+     */
+    @Test
+    void aJoinWaitsOutAReapersLookAtItsLock() throws Exception {
+        EngineDir dir = new EngineDir(root);
+        Files.createDirectories(dir.usersDir());
+        HeldLock look = locker.tryLock(dir.userLock("exec-1")).orElseThrow();
+        Thread.ofPlatform().start(() -> {
+            try {
+                Thread.sleep(300);
+                look.close();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        try (AutoCloseable held = users.join(dir, "exec-1")) {
+            assertFalse(Peer.flockCanTake(dir.userLock("exec-1")));
+        }
     }
 
     /**
