@@ -6,7 +6,10 @@ import io.quarkus.runtime.Quarkus;
 import io.quarkus.runtime.QuarkusApplication;
 import io.quarkus.runtime.annotations.QuarkusMain;
 import jakarta.inject.Inject;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
 import picocli.CommandLine;
 
 /**
@@ -89,9 +92,27 @@ public class WardenMain implements QuarkusApplication {
             return ExitCodes.USAGE;
         });
         commandLine.setExecutionExceptionHandler((e, failed, parseResult) -> {
-            failed.getErr().println("warden: " + e.getMessage());
+            failed.getErr().println("warden: " + describe(e));
             return ExitCodes.ERROR;
         });
         return commandLine;
+    }
+
+    /**
+     * An exception and what caused it, on one line: warden's own messages name the path and the fix,
+     * but a library's may say no more than "An error has occurred." and leave the reason in its cause.
+     */
+    static String describe(Throwable e) {
+        StringBuilder line = new StringBuilder(String.valueOf(e.getMessage() != null ? e.getMessage() : e));
+        Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        seen.add(e);
+        for (Throwable cause = e.getCause(); cause != null && seen.add(cause); cause = cause.getCause()) {
+            String said = cause.getMessage();
+            if (said == null || !line.toString().contains(said)) {
+                line.append(" (caused by ").append(cause.getClass().getSimpleName()).append(said != null ? ": " + said : "")
+                        .append(')');
+            }
+        }
+        return line.toString();
     }
 }
