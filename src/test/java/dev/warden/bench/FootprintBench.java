@@ -61,7 +61,7 @@ class FootprintBench {
                         + " (polled every 2 ms). RSS: VmRSS after " + IDLE_MS / 1000 + " s idle.",
                 List.of("| figure | median | p99 | min | max | runs | goal |", "|---|---|---|---|---|---|---|"),
                 List.of(TakeoverBench.row("start to ready (ms)", sorted, "< 1,500 ms"),
-                        String.format(Locale.ROOT, "| resident memory after %d s idle | %.1f MB | | | | 1 | < 96 MB |",
+                        String.format(Locale.ROOT, "| resident memory after %d s idle | %.1f MiB | | | | 1 | < 96 MiB |",
                                 IDLE_MS / 1000, rssKb / 1024.0)));
     }
 }

@@ -35,17 +35,11 @@ class ImageFootprintBench {
         for (String mode : List.of("on", "off")) {
             long[] startMicros = new long[STARTS];
             long[] fromProcessMicros = new long[STARTS];
-            long rssKb = 0;
             for (int i = 0; i < STARTS; i++) {
-                Path volume = Files.createDirectory(dir.resolve(mode + i));
-                Files.setAttribute(volume, "unix:uid", 1001);
                 String name = "warden-bench-" + System.nanoTime();
                 int port = FakeEngine.freePort();
                 long started = System.nanoTime();
-                Podman.ok("run", "-d", "--name", name, "--read-only", "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL",
-                        "-v", volume + ":/var/lib/lilbee", "-e", "WARDEN_DATA_ROOT=/var/lib/lilbee",
-                        "-e", "WARDEN_ENGINE_DIR=/var/lib/lilbee/engine", "-e", "JAVA_OPTS_APPEND=-XX:AOTMode=" + mode,
-                        "-p", "127.0.0.1:" + port + ":9096", image);
+                run(image, mode, name, port, dir.resolve(mode + i));
                 try {
                     while (LoopbackHttp.status(port, "/q/health/ready", Duration.ofSeconds(1)) != 200) {
                         Thread.sleep(2);
@@ -55,29 +49,62 @@ class ImageFootprintBench {
                     // podman's own record of when the container's process started, on the same wall clock.
                     long processStarted = Long.parseLong(Podman.ok("inspect", name, "--format", "{{.State.StartedAt.UnixNano}}"));
                     fromProcessMicros[i] = ((ready.getEpochSecond() * 1_000_000_000L + ready.getNano()) - processStarted) / 1000;
-                    if (i == STARTS - 1) {
-                        Thread.sleep(IDLE_MS);
-                        String pid = Podman.ok("inspect", name, "--format", "{{.State.Pid}}");
-                        rssKb = FootprintBench.rssKb(Long.parseLong(pid));
-                    }
                 } finally {
                     Podman.run("rm", "-f", "-t", "0", name);
                 }
             }
+            long rssKb = rssUnderProbes(image, mode);
             long[] sorted = TakeoverBench.stats(startMicros);
             String what = mode.equals("on") ? "with its AOT cache" : "cache ignored (-XX:AOTMode=off)";
             rows.add(TakeoverBench.row("`podman run` to ready, " + what + " (ms)", sorted, mode.equals("on") ? "< 800 ms" : ""));
             rows.add(TakeoverBench.row("container start to ready, " + what + " (ms)", TakeoverBench.stats(fromProcessMicros),
                     mode.equals("on") ? "< 800 ms" : ""));
-            rows.add(String.format(Locale.ROOT, "| resident memory after %d s idle, %s | %.1f MB | | | | 1 | %s |",
-                    IDLE_MS / 1000, what, rssKb / 1024.0, mode.equals("on") ? "< 96 MB" : ""));
+            rows.add(String.format(Locale.ROOT, "| resident memory after %d s under the manifests' probes, %s | %.1f MiB | | | | 1 | %s |",
+                    IDLE_MS / 1000, what, rssKb / 1024.0, mode.equals("on") ? "< 96 MiB" : ""));
         }
         Report.section("6. The image", "`" + image + "` run by podman as the manifests run it (read-only root, /tmp a tmpfs,"
                 + " no capabilities, a host directory as the volume), with its own JRE, flags and AOT cache. Start: from"
                 + " `podman run` (container creation included) until /q/health/ready answers 200 on a published loopback"
                 + " port (polled every 2 ms); container start: from the start of the container's process as podman records"
                 + " it (`.State.StartedAt`), as a kubelet's container start counts, to the same answer. RSS: VmRSS of"
-                + " the JVM after " + IDLE_MS / 1000 + " s idle.",
+                + " the JVM in a container of its own, probed as the manifests' kubelet probes it (/q/health/started every"
+                + " second until it answers 200, then /q/health/ready every 2 s and /q/health/live every 10 s), after "
+                + IDLE_MS / 1000 + " s of that. In MiB, as the manifests' 96Mi memory request counts.",
                 List.of("| figure | median | p99 | min | max | runs | goal |", "|---|---|---|---|---|---|---|"), rows);
+    }
+
+    private void run(String image, String mode, String name, int port, Path volume) throws Exception {
+        Files.createDirectory(volume);
+        Files.setAttribute(volume, "unix:uid", 1001);
+        Podman.ok("run", "-d", "--name", name, "--read-only", "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL",
+                "-v", volume + ":/var/lib/lilbee", "-e", "WARDEN_DATA_ROOT=/var/lib/lilbee",
+                "-e", "WARDEN_ENGINE_DIR=/var/lib/lilbee/engine", "-e", "JAVA_OPTS_APPEND=-XX:AOTMode=" + mode,
+                "-p", "127.0.0.1:" + port + ":9096", image);
+    }
+
+    /**
+     * Resident memory as a pod lives: the kubelet's probes at the manifests' periods, not the 2 ms
+     * polling that times the start (hundreds of requests in the first second, which alone left about
+     * 2 MiB more resident: C1 code and buffers for a burst no pod sees).
+     */
+    private long rssUnderProbes(String image, String mode) throws Exception {
+        String name = "warden-bench-" + System.nanoTime();
+        int port = FakeEngine.freePort();
+        run(image, mode, name, port, dir.resolve(mode + "-probed"));
+        try {
+            while (LoopbackHttp.status(port, "/q/health/started", Duration.ofSeconds(1)) != 200) {
+                Thread.sleep(1000);
+            }
+            for (long tick = 0; tick < IDLE_MS / 2000; tick++) {
+                Thread.sleep(2000);
+                LoopbackHttp.status(port, "/q/health/ready", Duration.ofSeconds(1));
+                if (tick % 5 == 4) {
+                    LoopbackHttp.status(port, "/q/health/live", Duration.ofSeconds(1));
+                }
+            }
+            return FootprintBench.rssKb(Long.parseLong(Podman.ok("inspect", name, "--format", "{{.State.Pid}}")));
+        } finally {
+            Podman.run("rm", "-f", "-t", "0", name);
+        }
     }
 }
