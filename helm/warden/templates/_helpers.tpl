@@ -30,6 +30,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- and (eq .Values.mode "gate") (eq .Values.gate.election "lease") }}
 {{- end }}
 
+{{/* Whether the pod runs llama-swap beside warden: not in gate mode (lilbee starts its own), not for an external engine. */}}
+{{- define "warden.engineContainer" -}}
+{{- and (ne .Values.mode "gate") .Values.engine.enabled }}
+{{- end }}
+
 {{- define "warden.containerSecurityContext" -}}
 runAsNonRoot: true
 runAsUser: 1001

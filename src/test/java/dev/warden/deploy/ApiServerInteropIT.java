@@ -62,6 +62,7 @@ class ApiServerInteropIT {
         plane.restrictedNamespace(namespace);
         String rendered = KubernetesTypesInteropIT.accepted("", KubernetesTypesInteropIT.tool("helm"), "template", "w-" + name,
                 CHART.toString(), "-f", values.toString(), "--namespace", namespace).output();
+        PodChecks.assertEveryConfigMapIsMounted(PodChecks.objects(rendered));
         assertAdmittedWithPods(namespace, rendered);
     }
 
@@ -70,7 +71,9 @@ class ApiServerInteropIT {
     void everyOverlayIsAdmittedAndItsPodsAreCreated(String overlay) throws Exception {
         String namespace = "kustomize-" + overlay;
         plane.restrictedNamespace(namespace);
-        assertAdmittedWithPods(namespace, plane.ok(null, "kustomize", "k8s/overlays/" + overlay));
+        String rendered = plane.ok(null, "kustomize", "k8s/overlays/" + overlay);
+        PodChecks.assertEveryConfigMapIsMounted(PodChecks.objects(rendered));
+        assertAdmittedWithPods(namespace, rendered);
     }
 
     /**

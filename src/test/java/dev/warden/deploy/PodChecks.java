@@ -39,6 +39,25 @@ final class PodChecks {
         return objects.stream().filter(o -> kind.equals(o.path("kind").asText())).findFirst().orElse(MissingNode.getInstance());
     }
 
+    /**
+     * Every ConfigMap rendered is mounted by a container of the Deployment's pod: none is left over, with
+     * its volume, from a container the rendering left out (llama-swap's config in gate mode).
+     */
+    static void assertEveryConfigMapIsMounted(List<JsonNode> objects) {
+        JsonNode pod = kind(objects, "Deployment").at("/spec/template/spec");
+        List<String> mountedVolumes = new ArrayList<>();
+        for (String list : List.of("initContainers", "containers")) {
+            pod.path(list).forEach(c -> c.path("volumeMounts").forEach(m -> mountedVolumes.add(m.path("name").asText())));
+        }
+        List<String> mounted = new ArrayList<>();
+        pod.path("volumes").forEach(v -> {
+            assertTrue(mountedVolumes.contains(v.path("name").asText()), "volume " + v.path("name").asText() + " is mounted by no container");
+            mounted.add(v.at("/configMap/name").asText());
+        });
+        objects.stream().filter(o -> "ConfigMap".equals(o.path("kind").asText())).map(o -> o.at("/metadata/name").asText())
+                .forEach(name -> assertTrue(mounted.contains(name), "ConfigMap " + name + " is rendered but mounted by no container"));
+    }
+
     static JsonNode container(JsonNode podSpec, String list, String name) {
         for (JsonNode c : podSpec.path(list)) {
             if (name.equals(c.path("name").asText())) {
