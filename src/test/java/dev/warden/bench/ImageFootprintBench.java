@@ -39,8 +39,9 @@ class ImageFootprintBench {
                 String name = "warden-bench-" + System.nanoTime();
                 int port = FakeEngine.freePort();
                 long started = System.nanoTime();
-                run(image, mode, name, port, dir.resolve(mode + i));
                 try {
+                    // Inside the try: a run podman refuses still leaves a created container to remove.
+                    run(image, mode, name, port, dir.resolve(mode + i));
                     while (LoopbackHttp.status(port, "/q/health/ready", Duration.ofSeconds(1)) != 200) {
                         Thread.sleep(2);
                     }
@@ -90,8 +91,8 @@ class ImageFootprintBench {
     private long rssUnderProbes(String image, String mode) throws Exception {
         String name = "warden-bench-" + System.nanoTime();
         int port = FakeEngine.freePort();
-        run(image, mode, name, port, dir.resolve(mode + "-probed"));
         try {
+            run(image, mode, name, port, dir.resolve(mode + "-probed"));
             while (LoopbackHttp.status(port, "/q/health/started", Duration.ofSeconds(1)) != 200) {
                 Thread.sleep(1000);
             }
