@@ -13,9 +13,10 @@ public final class LoopbackHttp {
 
     /**
      * HTTP/1.1, as a kubelet's probes and lilbee speak it: the JDK client's default asks every server to
-     * upgrade to HTTP/2 (h2c), which Vert.x grants, and that alone left warden about 2 MiB bigger.
+     * upgrade to HTTP/2 (h2c), which Vert.x grants, and that alone left warden about 2 MiB bigger. Shared
+     * with {@link WardenProcess}.
      */
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
+    static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
             .version(HttpClient.Version.HTTP_1_1).build();
 
     private LoopbackHttp() {

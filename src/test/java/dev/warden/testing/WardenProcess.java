@@ -20,12 +20,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class WardenProcess implements AutoCloseable {
 
-    /**
-     * HTTP/1.1, as a kubelet's probes and lilbee speak it: the JDK client's default asks every server to
-     * upgrade to HTTP/2 (h2c), which Vert.x grants, and that alone left warden about 2 MiB bigger.
-     */
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
-            .version(HttpClient.Version.HTTP_1_1).build();
+    private static final HttpClient HTTP = LoopbackHttp.HTTP;
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final Process process;
