@@ -171,8 +171,6 @@ public final class FakeEngine implements AutoCloseable {
     }
 
     public static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
+        return LoopbackPorts.next();
     }
 }
