@@ -243,7 +243,8 @@ public interface WardenConfig {
     interface Liveness {
         /**
          * How long the lock keeper may go without finishing a round before liveness reports it
-         * wedged (for instance stuck on a hung volume). Waiting for another holder does not count.
+         * wedged (for instance stuck on a hung volume), and the Lease election without asking the API
+         * server anything. Waiting for another holder does not count, nor does an unreachable API server.
          */
         @WithDefault("30s")
         Duration stallTimeout();

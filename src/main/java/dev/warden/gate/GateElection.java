@@ -1,5 +1,6 @@
 package dev.warden.gate;
 
+import java.time.Duration;
 import java.util.Optional;
 
 /**
@@ -19,6 +20,12 @@ public interface GateElection extends AutoCloseable {
 
     /** Who holds it, as last seen. */
     Optional<String> holder();
+
+    /**
+     * How long the election has gone without contending, once that is longer than {@code patience} and
+     * than it ever goes while it works; empty while it works, for the liveness probe.
+     */
+    Optional<Duration> stalled(Duration patience);
 
     /** Steps down and stops contending. */
     @Override

@@ -66,6 +66,8 @@ public class GateKeeper {
     private final AtomicReference<GateSnapshot> published = new AtomicReference<>(GateSnapshot.notStarted());
     private final List<Runnable> startListeners = new CopyOnWriteArrayList<>();
     private boolean running;
+    /** The election, for the liveness probe's threads; {@link #lease} is the keeper thread's own. */
+    private volatile GateElection election;
 
     // Confined to the keeper thread once it runs (handed over by Thread.start).
     private LilbeePaths paths;
@@ -114,6 +116,7 @@ public class GateKeeper {
      */
     public synchronized void start(LilbeePaths lilbeePaths, GateElection election, LilbeeFence lilbeeFence) {
         lease = election;
+        this.election = election;
         fence = lilbeeFence;
         if (running) {
             throw new IllegalStateException("the gate keeper is already running");
@@ -156,9 +159,18 @@ public class GateKeeper {
         return Optional.ofNullable(published.get().phase() == Phase.NOT_STARTED ? null : paths);
     }
 
-    /** Whether the keeper's own machinery works (see {@link KeeperLoop#health}), for the liveness probe. */
+    /**
+     * Whether the keeper's own machinery works (see {@link KeeperLoop#health}), and in lease mode its
+     * election too, for the liveness probe: a warden that stopped contending would never be started again.
+     */
     public KeeperLoop.KeeperHealth health(Duration stallTimeout) {
-        return loop.health(stallTimeout);
+        KeeperLoop.KeeperHealth health = loop.health(stallTimeout);
+        GateElection contending = election;
+        Optional<Duration> stalled = contending == null || !health.alive() ? Optional.empty()
+                : contending.stalled(stallTimeout);
+        return stalled.map(silent -> new KeeperLoop.KeeperHealth(false, health.sinceLastRound(), "the election for "
+                + contending.name() + " has not asked the API server anything for " + silent.toMillis()
+                + " ms: it has stopped contending, and only a restart lets this warden contend again")).orElse(health);
     }
 
     private void round() {

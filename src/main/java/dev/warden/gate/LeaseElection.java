@@ -5,9 +5,11 @@ import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
+import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfig;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfigBuilder;
 import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaderElectionRecord;
 import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaseLock;
+import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.Lock;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
@@ -37,6 +39,8 @@ public final class LeaseElection implements GateElection {
     /** When the last write of the Lease naming this warden that the API server took was sent (System.nanoTime). */
     private volatile long lastWriteSent;
     private final AtomicBoolean overdue = new AtomicBoolean();
+    /** When the elector last began asking the API server about the Lease (System.nanoTime). */
+    private volatile long lastAsked = System.nanoTime();
     private KubernetesClient client;
     private Thread thread;
 
@@ -98,6 +102,20 @@ public final class LeaseElection implements GateElection {
         return Optional.ofNullable(holder.get());
     }
 
+    /**
+     * How long the elector has gone without asking the API server anything, once that is longer than
+     * {@code patience} and than a working elector ever goes (it asks every retry period or so, unanswered
+     * requests time out after one, and it starts again a retry period after it ends): empty while it works.
+     * An elector that stopped without ending would leave this warden out of the election until it restarts.
+     */
+    @Override
+    public Optional<Duration> stalled(Duration patience) {
+        Duration silent = Duration.ofNanos(System.nanoTime() - lastAsked);
+        Duration bound = patience.compareTo(settings.retryPeriod().multipliedBy(5)) > 0 ? patience
+                : settings.retryPeriod().multipliedBy(5);
+        return stopped.get() || silent.compareTo(bound) <= 0 ? Optional.empty() : Optional.of(silent);
+    }
+
     /** Starts contending on a thread of its own; {@code node} only names where this warden runs in the log. */
     public synchronized void start(Optional<String> node) {
         Config config = Config.autoConfigure(null);
@@ -115,15 +133,8 @@ public final class LeaseElection implements GateElection {
 
     private void contend(String namespace) {
         while (!stopped.get()) {
-            CompletableFuture<?> elector = client.leaderElector().withConfig(new LeaderElectionConfigBuilder()
-                    .withName(settings.name())
-                    .withLock(new TimedLeaseLock(namespace))
-                    .withLeaseDuration(settings.duration())
-                    .withRenewDeadline(settings.renewDeadline())
-                    .withRetryPeriod(settings.retryPeriod())
-                    .withReleaseOnCancel(true)
-                    .withLeaderCallbacks(new LeaderCallbacks(this::startedLeading, this::stoppedLeading, this::newLeader))
-                    .build()).build().start();
+            CompletableFuture<?> elector = client.leaderElector().withConfig(electionConfig(new TimedLeaseLock(namespace)))
+                    .build().start();
             running.set(elector);
             if (stopped.get()) {
                 elector.cancel(true);
@@ -138,6 +149,60 @@ public final class LeaseElection implements GateElection {
             // A renewal failed past the deadline (stepped down), or the elector gave up: contend afresh.
             leading.set(false);
             pause(settings.retryPeriod());
+        }
+    }
+
+    /**
+     * fabric8's elector configured with warden's timings and callbacks. The callbacks must never throw:
+     * fabric8 runs them inside its own steps, and a step that throws ends the election without completing
+     * the elector's future, leaving this warden out of the election until it restarts.
+     */
+    LeaderElectionConfig electionConfig(Lock lock) {
+        return new LeaderElectionConfigBuilder()
+                .withName(settings.name())
+                .withLock(new Asked(lock))
+                .withLeaseDuration(settings.duration())
+                .withRenewDeadline(settings.renewDeadline())
+                .withRetryPeriod(settings.retryPeriod())
+                .withReleaseOnCancel(true)
+                .withLeaderCallbacks(new LeaderCallbacks(this::startedLeading, this::stoppedLeading, this::newLeader))
+                .build();
+    }
+
+    /** A lock noting when the elector last began asking the API server about it, whatever the answer. */
+    private final class Asked implements Lock {
+        private final Lock lock;
+
+        Asked(Lock lock) {
+            this.lock = lock;
+        }
+
+        @Override
+        public LeaderElectionRecord get(KubernetesClient kubernetes) {
+            lastAsked = System.nanoTime();
+            return lock.get(kubernetes);
+        }
+
+        @Override
+        public void create(KubernetesClient kubernetes, LeaderElectionRecord record) {
+            lastAsked = System.nanoTime();
+            lock.create(kubernetes, record);
+        }
+
+        @Override
+        public void update(KubernetesClient kubernetes, LeaderElectionRecord record) {
+            lastAsked = System.nanoTime();
+            lock.update(kubernetes, record);
+        }
+
+        @Override
+        public String identity() {
+            return lock.identity();
+        }
+
+        @Override
+        public String describe() {
+            return lock.describe();
         }
     }
 
@@ -181,9 +246,10 @@ public final class LeaseElection implements GateElection {
         }
     }
 
+    /** {@code identity} is null when the Lease was released: it names no holder until someone takes it. */
     private void newLeader(String identity) {
         String before = holder.getAndSet(identity);
-        if (!identity.equals(before) && !identity.equals(settings.identity())) {
+        if (identity != null && !identity.equals(before) && !identity.equals(settings.identity())) {
             LOG.infof("The Lease %s is held by %s", settings.name(), identity);
         }
     }

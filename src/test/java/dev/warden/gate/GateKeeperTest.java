@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.config.LilbeePaths;
+import dev.warden.hold.KeeperLoop;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.NativePosix;
 import dev.warden.lock.ProcLocks;
@@ -20,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -178,6 +180,12 @@ class GateKeeperTest {
     /** An election this test decides: whether this warden leads is a switch. */
     private static final class Switch implements GateElection {
         final AtomicBoolean leading = new AtomicBoolean();
+        final AtomicReference<Duration> stalled = new AtomicReference<>();
+
+        @Override
+        public Optional<Duration> stalled(Duration patience) {
+            return Optional.ofNullable(stalled.get());
+        }
 
         @Override
         public boolean leading() {
@@ -213,6 +221,20 @@ class GateKeeperTest {
         keeper.start(paths, election, new LilbeeFence(new dev.warden.engine.Signaller(new NativePosix(), processes), processes,
                 Duration.ofSeconds(2), Duration.ofSeconds(2)));
         return keeper;
+    }
+
+    @Test
+    void anElectionThatStoppedContendingFailsLivenessNotTheLeaseItLacks() throws Exception {
+        Switch election = new Switch();
+        GateKeeper keeper = leaseKeeper(election, new NativePosix());
+        Await.until("standing by for the Lease", () -> keeper.snapshot().note().orElse("").contains("waiting for the Lease"));
+        assertTrue(keeper.health(Duration.ofSeconds(30)).alive(), "waiting for the Lease is alive");
+        election.stalled.set(Duration.ofSeconds(40));
+        KeeperLoop.KeeperHealth stalled = keeper.health(Duration.ofSeconds(30));
+        assertFalse(stalled.alive());
+        assertTrue(stalled.detail().contains("warden-gate has not asked the API server anything for 40000 ms"), stalled.detail());
+        election.stalled.set(null);
+        assertTrue(keeper.health(Duration.ofSeconds(30)).alive());
     }
 
     @Test
