@@ -6,13 +6,12 @@ import static dev.warden.bench.TakeoverBench.stats;
 import dev.warden.testing.Await;
 import dev.warden.testing.ControlPlane;
 import dev.warden.testing.InteropTools;
+import dev.warden.testing.LeaseWardens;
 import dev.warden.testing.WardenProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -29,14 +28,14 @@ class LeaseTakeoverBench {
     @TempDir
     Path dir;
 
-    private final List<WardenProcess> wardens = new ArrayList<>();
     private ControlPlane plane;
+    private LeaseWardens wardens;
     private int next;
 
     @AfterEach
     void stop() throws Exception {
-        for (WardenProcess warden : wardens) {
-            warden.close();
+        if (wardens != null) {
+            wardens.close();
         }
         if (plane != null) {
             plane.close();
@@ -44,18 +43,13 @@ class LeaseTakeoverBench {
     }
 
     private WardenProcess warden() throws Exception {
-        String identity = "w" + next++;
-        WardenProcess warden = WardenProcess.serve("bench-lease-" + identity, Map.of("KUBECONFIG", plane.kubeconfig().toString()),
-                null, List.of("-Dwarden.gate.election=lease", "-Dwarden.gate.lease.identity=" + identity,
-                        "-Dwarden.gate.lease.namespace=default"),
-                "--mode", "gate", "--data-root", dir.resolve(identity).toString());
-        wardens.add(warden);
+        WardenProcess warden = wardens.start("w" + next++);
         warden.awaitStatus("/q/health/live", 200);
         return warden;
     }
 
     private Optional<WardenProcess> started() {
-        return WardenProcess.theOneStarted(wardens);
+        return wardens.theOneStarted();
     }
 
     /** Polls every 10 ms until exactly one warden other than {@code old} is started; the time since {@code from}. */
@@ -76,6 +70,7 @@ class LeaseTakeoverBench {
     void leaseHandoverWithClientGosTimings() throws Exception {
         plane = ControlPlane.start(Path.of(InteropTools.path("control-plane")),
                 Files.createTempDirectory("warden-lease-bench"));
+        wardens = new LeaseWardens("bench-lease", plane.kubeconfig(), dir, List.of("-Dwarden.gate.lease.namespace=default"));
         int rounds = Integer.getInteger("warden.bench.lease-rounds", 8);
         warden();
         warden();
@@ -87,14 +82,14 @@ class LeaseTakeoverBench {
             long at = System.nanoTime();
             leader.process().destroyForcibly();
             killed[i] = untilAnotherStarted(leader, at);
-            wardens.remove(leader);
+            wardens.forget(leader);
             warden();
             leader = started().orElseThrow();
             at = System.nanoTime();
             leader.process().destroy();
             stopped[i] = untilAnotherStarted(leader, at);
             leader.process().waitFor();
-            wardens.remove(leader);
+            wardens.forget(leader);
             warden();
         }
         long[] steppedDown = new long[Math.max(1, rounds / 2)];
@@ -103,9 +98,7 @@ class LeaseTakeoverBench {
             plane.pauseApiServer();
             long at = System.nanoTime();
             try {
-                while (leader.status("/q/health/started") == 200) {
-                    Thread.sleep(10);
-                }
+                Await.until("the leader steps down", Duration.ofSeconds(60), () -> leader.status("/q/health/started") != 200);
                 steppedDown[i] = (System.nanoTime() - at) / 1000;
             } finally {
                 plane.resumeApiServer();

@@ -6,25 +6,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.testing.Await;
 import dev.warden.testing.ControlPlane;
+import dev.warden.testing.LeaseWardens;
 import dev.warden.testing.Peer;
 import dev.warden.testing.WardenProcess;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -50,11 +44,8 @@ class LeaseInteropIT {
     @TempDir
     Path dir;
 
-    private final List<WardenProcess> wardens = new ArrayList<>();
+    private LeaseWardens wardens;
     private final List<Peer> lilbees = new ArrayList<>();
-    private final List<String> overlaps = new CopyOnWriteArrayList<>();
-    private final AtomicBoolean sampling = new AtomicBoolean(true);
-    private Thread sampler;
 
     /** The control plane, and the chart's ServiceAccount, Role and RoleBinding for lease mode applied to it. */
     @BeforeAll
@@ -85,32 +76,21 @@ class LeaseInteropIT {
         }
     }
 
+    @BeforeEach
+    void wardens() {
+        wardens = new LeaseWardens("lease", tokenConfig, dir, List.of("-Dwarden.gate.lease.name=" + LEASE_NAME,
+                "-Dwarden.gate.lease.duration=" + LEASE.toSeconds() + "s",
+                "-Dwarden.gate.lease.renew-deadline=" + RENEW_DEADLINE.toSeconds() + "s",
+                "-Dwarden.gate.lease.retry-period=" + RETRY.toSeconds() + "s", "-Dwarden.gate.lease.fence-grace=1s"));
+    }
+
     @AfterEach
     void stopWardens() throws Exception {
-        sampling.set(false);
-        if (sampler != null) {
-            sampler.join();
-        }
-        for (WardenProcess warden : wardens) {
-            warden.close();
-        }
+        wardens.close();
         for (Peer lilbee : lilbees) {
             lilbee.close();
         }
         plane.kubectl(null, "-n", NAMESPACE, "delete", "lease", LEASE_NAME, "--ignore-not-found");
-    }
-
-    private WardenProcess warden(String identity) throws Exception {
-        WardenProcess warden = WardenProcess.serve("lease-" + identity, Map.of("KUBECONFIG", tokenConfig.toString()), null,
-                List.of("-Dwarden.gate.election=lease", "-Dwarden.gate.lease.identity=" + identity,
-                        "-Dwarden.gate.lease.name=" + LEASE_NAME,
-                        "-Dwarden.gate.lease.duration=" + LEASE.toSeconds() + "s",
-                        "-Dwarden.gate.lease.renew-deadline=" + RENEW_DEADLINE.toSeconds() + "s",
-                        "-Dwarden.gate.lease.retry-period=" + RETRY.toSeconds() + "s",
-                        "-Dwarden.gate.lease.fence-grace=1s"),
-                "--mode", "gate", "--data-root", dir.resolve(identity).toString());
-        wardens.add(warden);
-        return warden;
     }
 
     /** A stand-in for a pod's {@code lilbee serve}: a real process holding its server.lock, its command line lilbee's. */
@@ -122,47 +102,22 @@ class LeaseInteropIT {
         return lilbee;
     }
 
-    /** Every 100 ms, how many wardens say started: never more than one. */
-    private void sample() {
-        sampler = Thread.ofPlatform().daemon().start(() -> {
-            while (sampling.get()) {
-                List<Long> started = wardens.stream().filter(w -> w.status("/q/health/started") == 200)
-                        .map(WardenProcess::pid).toList();
-                if (started.size() > 1) {
-                    overlaps.add(System.currentTimeMillis() + ": " + started);
-                }
-                try {
-                    Thread.sleep(100);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        });
-    }
-
-    private Optional<WardenProcess> theStarted() {
-        return WardenProcess.theOneStarted(wardens);
-    }
-
     private String holder() {
         return plane.poll("-n", NAMESPACE, "get", "lease", LEASE_NAME, "-o", "jsonpath={.spec.holderIdentity}").orElse("");
     }
 
-    private String logs() {
-        return wardens.stream().map(WardenProcess::log).collect(Collectors.joining("\n----\n"));
-    }
-
     @Test
     void threeWardensElectExactlyOneAndAKilledLeaderIsReplacedWithinTheLeasePlusARetry() throws Exception {
+        List<WardenProcess> started = new ArrayList<>();
         for (String identity : List.of("a", "b", "c")) {
-            warden(identity);
+            started.add(wardens.start(identity));
         }
-        sample();
-        Await.until("one warden is started", Duration.ofSeconds(60), () -> theStarted().isPresent());
-        WardenProcess leader = theStarted().orElseThrow();
+        wardens.watchForOverlaps();
+        Await.until("one warden is started", Duration.ofSeconds(60), () -> wardens.theOneStarted().isPresent());
+        WardenProcess leader = wardens.theOneStarted().orElseThrow();
         String identity = leader.json("/api/v1/status").at("/gate/lease/identity").asText();
         assertEquals(identity, holder(), "the Lease names the started warden");
-        for (WardenProcess other : wardens) {
+        for (WardenProcess other : started) {
             if (other != leader) {
                 // A standby learns the holder at its next attempt (a retry period, with jitter, after it last looked).
                 other.awaitJson("/api/v1/status", "/gate/lease/holder", h -> h.asText().equals(identity));
@@ -172,14 +127,14 @@ class LeaseInteropIT {
         long killed = System.nanoTime();
         leader.process().destroyForcibly();
         leader.process().waitFor(10, TimeUnit.SECONDS);
-        wardens.remove(leader);
-        Await.until("another warden is started", Duration.ofSeconds(60), () -> theStarted().isPresent());
+        wardens.forget(leader);
+        Await.until("another warden is started", Duration.ofSeconds(60), () -> wardens.theOneStarted().isPresent());
         Duration handover = Duration.ofNanos(System.nanoTime() - killed);
         // fabric8 retries with a jitter of up to 1.2 retry periods; the probes are polled, not pushed.
         Duration bound = LEASE.plus(RETRY.multipliedBy(3)).plusSeconds(1);
-        assertTrue(handover.compareTo(bound) < 0, "handover took " + handover.toMillis() + " ms\n" + logs());
-        assertEquals(theStarted().orElseThrow().json("/api/v1/status").at("/gate/lease/identity").asText(), holder());
-        assertEquals(List.of(), overlaps, "two wardens were started at once\n" + logs());
+        assertTrue(handover.compareTo(bound) < 0, "handover took " + handover.toMillis() + " ms\n" + wardens.logs());
+        assertEquals(wardens.theOneStarted().orElseThrow().json("/api/v1/status").at("/gate/lease/identity").asText(), holder());
+        assertEquals(List.of(), wardens.overlaps(), "two wardens were started at once\n" + wardens.logs());
     }
 
     /**
@@ -189,11 +144,11 @@ class LeaseInteropIT {
      */
     @Test
     void aLeaderCutOffFromTheApiServerStepsDownAndFencesItsLilbeeBeforeTheLeaseCanExpire() throws Exception {
-        WardenProcess first = warden("first");
-        WardenProcess second = warden("second");
-        sample();
-        Await.until("one warden is started", Duration.ofSeconds(60), () -> theStarted().isPresent());
-        WardenProcess leader = theStarted().orElseThrow();
+        WardenProcess first = wardens.start("first");
+        WardenProcess second = wardens.start("second");
+        wardens.watchForOverlaps();
+        Await.until("one warden is started", Duration.ofSeconds(60), () -> wardens.theOneStarted().isPresent());
+        WardenProcess leader = wardens.theOneStarted().orElseThrow();
         String identity = leader.json("/api/v1/status").at("/gate/lease/identity").asText();
         Peer lilbee = lilbee(identity);
         leader.awaitStatus("/q/health/ready", 200);
@@ -219,8 +174,8 @@ class LeaseInteropIT {
         } finally {
             plane.resumeApiServer();
         }
-        Await.until("one warden is started again", Duration.ofSeconds(60), () -> theStarted().isPresent());
-        assertEquals(List.of(), overlaps, "two wardens were started at once\n" + logs());
+        Await.until("one warden is started again", Duration.ofSeconds(60), () -> wardens.theOneStarted().isPresent());
+        assertEquals(List.of(), wardens.overlaps(), "two wardens were started at once\n" + wardens.logs());
         assertFalse(first.log().contains("Exception in thread"), first.log());
         assertFalse(second.log().contains("Exception in thread"), second.log());
     }

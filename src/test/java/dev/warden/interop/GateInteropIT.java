@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.warden.testing.Await;
 import dev.warden.testing.GatePod;
 import dev.warden.testing.LilbeeServe;
+import dev.warden.testing.OverlapWatch;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -15,7 +16,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -40,10 +40,8 @@ class GateInteropIT {
     Path dir;
 
     private Map<String, String> env;
-    private final List<GatePod> pods = new ArrayList<>();
-    private final List<String> overlaps = new CopyOnWriteArrayList<>();
-    private final AtomicBoolean sampling = new AtomicBoolean(true);
-    private Thread sampler;
+    private final List<GatePod> pods = new CopyOnWriteArrayList<>();
+    private OverlapWatch serving;
 
     @BeforeEach
     void dataRoot() throws Exception {
@@ -52,27 +50,14 @@ class GateInteropIT {
         dir = dir.toRealPath();
         env = LilbeeServe.environment(Files.createDirectories(dir.resolve("home")),
                 Map.of("LILBEE_DATA", dir.resolve("root").toString()));
-        // Every 100 ms, how many pods' lilbees serve (a lilbee binds its port only once it holds server.lock).
-        sampler = Thread.ofPlatform().daemon().start(() -> {
-            while (sampling.get()) {
-                List<String> serving = pods.stream().filter(GatePod::lilbeeListens).map(GatePod::name).toList();
-                if (serving.size() > 1) {
-                    overlaps.add(System.currentTimeMillis() + ": " + serving);
-                }
-                try {
-                    Thread.sleep(100);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        });
+        // A lilbee binds its port only once it holds server.lock.
+        serving = OverlapWatch.of(() -> pods.stream().filter(GatePod::lilbeeListens).map(GatePod::name).toList());
     }
 
     @AfterEach
     void stopPods() throws Exception {
-        sampling.set(false);
-        if (sampler != null) {
-            sampler.join();
+        if (serving != null) {
+            serving.close();
         }
         for (GatePod pod : pods) {
             pod.kill();
@@ -110,7 +95,7 @@ class GateInteropIT {
 
     /** No two lilbees served at any sample, and no lilbee exited 3 (refused by another's lock). */
     private void assertOneServerAndNoRefusal() {
-        assertEquals(List.of(), overlaps, "two lilbees served at once\n" + logs());
+        assertEquals(List.of(), serving.overlaps(), "two lilbees served at once\n" + logs());
         for (GatePod pod : pods) {
             for (JsonNode exit : pod.events("lilbee", "exit")) {
                 assertTrue(exit.path("rc").asInt() != 3, pod.name() + "'s lilbee exited 3\n" + logs());
