@@ -66,13 +66,14 @@ public class GateKeeper {
     private final AtomicReference<GateSnapshot> published = new AtomicReference<>(GateSnapshot.notStarted());
     private final List<Runnable> startListeners = new CopyOnWriteArrayList<>();
     private boolean running;
-    /** The election, for the liveness probe's threads; {@link #lease} is the keeper thread's own. */
-    private volatile GateElection election;
+    /**
+     * Lease mode: the gate is contended for only while this election is won; null in file mode. Set
+     * before the keeper runs; the liveness probe's threads read it too.
+     */
+    private volatile GateElection lease;
 
     // Confined to the keeper thread once it runs (handed over by Thread.start).
     private LilbeePaths paths;
-    /** Lease mode: the gate is contended for only while this election is won; null in file mode. */
-    private GateElection lease;
     private LilbeeFence fence;
     /** Lease mode on a volume whose gate lock cannot be taken at all: the Lease alone elects. */
     private boolean leaseAlone;
@@ -116,7 +117,6 @@ public class GateKeeper {
      */
     public synchronized void start(LilbeePaths lilbeePaths, GateElection election, LilbeeFence lilbeeFence) {
         lease = election;
-        this.election = election;
         fence = lilbeeFence;
         if (running) {
             throw new IllegalStateException("the gate keeper is already running");
@@ -165,7 +165,7 @@ public class GateKeeper {
      */
     public KeeperLoop.KeeperHealth health(Duration stallTimeout) {
         KeeperLoop.KeeperHealth health = loop.health(stallTimeout);
-        GateElection contending = election;
+        GateElection contending = lease;
         Optional<Duration> stalled = contending == null || !health.alive() ? Optional.empty()
                 : contending.stalled(stallTimeout);
         return stalled.map(silent -> new KeeperLoop.KeeperHealth(false, health.sinceLastRound(), "the election for "

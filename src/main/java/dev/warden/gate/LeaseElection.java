@@ -111,8 +111,8 @@ public final class LeaseElection implements GateElection {
     @Override
     public Optional<Duration> stalled(Duration patience) {
         Duration silent = Duration.ofNanos(System.nanoTime() - lastAsked);
-        Duration bound = patience.compareTo(settings.retryPeriod().multipliedBy(5)) > 0 ? patience
-                : settings.retryPeriod().multipliedBy(5);
+        Duration working = settings.retryPeriod().multipliedBy(5);
+        Duration bound = patience.compareTo(working) > 0 ? patience : working;
         return stopped.get() || silent.compareTo(bound) <= 0 ? Optional.empty() : Optional.of(silent);
     }
 
@@ -133,8 +133,8 @@ public final class LeaseElection implements GateElection {
 
     private void contend(String namespace) {
         while (!stopped.get()) {
-            CompletableFuture<?> elector = client.leaderElector().withConfig(electionConfig(new TimedLeaseLock(namespace)))
-                    .build().start();
+            LeaseLock lock = new LeaseLock(namespace, settings.name(), settings.identity());
+            CompletableFuture<?> elector = client.leaderElector().withConfig(electionConfig(lock)).build().start();
             running.set(elector);
             if (stopped.get()) {
                 elector.cancel(true);
@@ -160,7 +160,7 @@ public final class LeaseElection implements GateElection {
     LeaderElectionConfig electionConfig(Lock lock) {
         return new LeaderElectionConfigBuilder()
                 .withName(settings.name())
-                .withLock(new Asked(lock))
+                .withLock(new Timed(lock))
                 .withLeaseDuration(settings.duration())
                 .withRenewDeadline(settings.renewDeadline())
                 .withRetryPeriod(settings.retryPeriod())
@@ -169,11 +169,14 @@ public final class LeaseElection implements GateElection {
                 .build();
     }
 
-    /** A lock noting when the elector last began asking the API server about it, whatever the answer. */
-    private final class Asked implements Lock {
+    /**
+     * The elector's lock, timed: when the elector last began asking the API server anything (whatever the
+     * answer), and when the last write naming this warden that the API server took was sent.
+     */
+    private final class Timed implements Lock {
         private final Lock lock;
 
-        Asked(Lock lock) {
+        Timed(Lock lock) {
             this.lock = lock;
         }
 
@@ -185,14 +188,22 @@ public final class LeaseElection implements GateElection {
 
         @Override
         public void create(KubernetesClient kubernetes, LeaderElectionRecord record) {
-            lastAsked = System.nanoTime();
+            long sent = lastAsked = System.nanoTime();
             lock.create(kubernetes, record);
+            accepted(record, sent);
         }
 
         @Override
         public void update(KubernetesClient kubernetes, LeaderElectionRecord record) {
-            lastAsked = System.nanoTime();
+            long sent = lastAsked = System.nanoTime();
             lock.update(kubernetes, record);
+            accepted(record, sent);
+        }
+
+        private void accepted(LeaderElectionRecord record, long sent) {
+            if (settings.identity().equals(record.getHolderIdentity())) {
+                lastWriteSent = sent;
+            }
         }
 
         @Override
@@ -203,33 +214,6 @@ public final class LeaseElection implements GateElection {
         @Override
         public String describe() {
             return lock.describe();
-        }
-    }
-
-    /** The Lease lock, noting when each write naming this warden that the API server accepted was sent. */
-    private final class TimedLeaseLock extends LeaseLock {
-        TimedLeaseLock(String namespace) {
-            super(namespace, settings.name(), settings.identity());
-        }
-
-        @Override
-        public synchronized void create(KubernetesClient kubernetes, LeaderElectionRecord record) {
-            long sent = System.nanoTime();
-            super.create(kubernetes, record);
-            accepted(record, sent);
-        }
-
-        @Override
-        public synchronized void update(KubernetesClient kubernetes, LeaderElectionRecord record) {
-            long sent = System.nanoTime();
-            super.update(kubernetes, record);
-            accepted(record, sent);
-        }
-
-        private void accepted(LeaderElectionRecord record, long sent) {
-            if (settings.identity().equals(record.getHolderIdentity())) {
-                lastWriteSent = sent;
-            }
         }
     }
 

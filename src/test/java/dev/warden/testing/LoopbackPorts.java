@@ -19,6 +19,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class LoopbackPorts {
 
     private static final int LOWEST = 10_000;
+    private static final int HIGHEST = ephemeralLow() - 1;
     /** One cursor for the JVM: ports are a machine-wide resource, and two tests' choices must differ. */
     private static final AtomicInteger NEXT = new AtomicInteger(-1);
 
@@ -27,11 +28,10 @@ final class LoopbackPorts {
 
     /** A port nothing listens on now, bound and let go to make sure. */
     static int next() throws IOException {
-        int highest = ephemeralLow() - 1;
-        if (highest - LOWEST < 1000) {
+        if (HIGHEST - LOWEST < 1000) {
             return kernelsChoice();
         }
-        int span = highest - LOWEST + 1;
+        int span = HIGHEST - LOWEST + 1;
         NEXT.compareAndSet(-1, ThreadLocalRandom.current().nextInt(span));
         for (int tried = 0; tried < 200; tried++) {
             int port = LOWEST + Math.floorMod(NEXT.getAndIncrement(), span);
