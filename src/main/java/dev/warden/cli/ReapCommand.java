@@ -55,7 +55,7 @@ public class ReapCommand implements Callable<Integer> {
         }
         EngineDirs dirs = engine.resolve(config, root.resolve(config, java.util.Optional.empty()));
         for (EngineDirs.Entry entry : dirs.inUse()) {
-            Reaper reaper = reapers.reaperFor(entry.dir(), entry.isSlot());
+            Reaper reaper = reapers.reaperFor(entry, dirs);
             PassOutcome outcome = dryRun ? reaper.dryRun() : reaper.pass();
             spec.commandLine().getOut().printf("%s%s (%s engine dir %s): %s%n", dryRun ? "dry run: " : "",
                     outcome.action().name().toLowerCase().replace('_', '-'), entry.role(), entry.dir().root(), outcome.detail());

@@ -5,12 +5,8 @@ import dev.warden.config.LilbeeEnvironment;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.Mode;
 import dev.warden.config.WardenConfig;
-import dev.warden.engine.ProcessTable;
-import dev.warden.engine.Signaller;
 import dev.warden.gate.GateKeeper;
 import dev.warden.gate.LeaseElection;
-import dev.warden.gate.LilbeeFence;
-import dev.warden.lock.Posix;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.Refusal;
 import dev.warden.lock.LockException;
@@ -90,12 +86,6 @@ public class ServeCommand implements Callable<Integer> {
     GateKeeper gate;
 
     @Inject
-    Posix posix;
-
-    @Inject
-    ProcessTable processes;
-
-    @Inject
     WardenConfig config;
 
     @Inject
@@ -151,7 +141,7 @@ public class ServeCommand implements Callable<Integer> {
             lilbee.scopeDir().ifPresent(scope -> LOG.warnf("In gate mode warden watches %s only: the scope lock in %s is"
                     + " lilbee's own, and a pod whose lilbee it refuses exits 3", lilbee.serverLock(), scope));
             if (ProcessHandle.current().pid() == 1) {
-                // Readiness needs this pod's lilbee in /proc/locks, which lists only the holders of this PID namespace.
+                // Readiness needs this pod's lilbee among the processes warden sees, which are only this PID namespace's.
                 LOG.warn("In gate mode warden must see its pod's lilbee, but it is PID 1 of a PID namespace of its own,"
                         + " where no other container's process is visible: it will never report ready. Set"
                         + " shareProcessNamespace: true on the pod (the chart does)");
@@ -164,8 +154,7 @@ public class ServeCommand implements Callable<Integer> {
                 }
                 LeaseElection election = new LeaseElection(LeaseElection.Settings.of(config.gate().lease(), System.getenv()));
                 election.start(Optional.ofNullable(System.getenv("NODE_NAME")).filter(n -> !n.isBlank()));
-                gate.start(lilbee, election, new LilbeeFence(new Signaller(posix, processes), processes,
-                        config.gate().lease().fenceGrace(), config.engine().killTimeout()));
+                gate.start(lilbee, election);
             } else {
                 gate.start(lilbee);
             }

@@ -3,6 +3,7 @@ package dev.warden.engine;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
+import java.util.OptionalInt;
 
 /**
  * Tells a recorded engine from a stranger that inherited its pid. A mismatch means pid reuse,
@@ -54,6 +55,14 @@ public final class EngineIdentity {
         }
         if (!process.isLlamaSwap()) {
             return new Identity.Stranger("pid " + record.pid() + " runs '" + process.name() + "', not llama-swap");
+        }
+        // lilbee writes the record as the user that runs its engine: a record of anyone else's would make
+        // warden signal, on its writer's behalf, a process that writer could not signal itself.
+        OptionalInt runsAs = processes.uid(record.pid());
+        if (record.ownerUid().isEmpty() || runsAs.isEmpty() || record.ownerUid().getAsInt() != runsAs.getAsInt()) {
+            return new Identity.Stranger("the record is owned by UID " + (record.ownerUid().isPresent()
+                    ? record.ownerUid().getAsInt() : "(unknown)") + " but llama-swap pid " + record.pid() + " runs as UID "
+                    + (runsAs.isPresent() ? runsAs.getAsInt() : "(unknown)") + ": only its own user's record counts");
         }
         return new Identity.Ours(process);
     }

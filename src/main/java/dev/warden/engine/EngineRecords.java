@@ -134,9 +134,13 @@ public final class EngineRecords {
     /** Parses one record file, or says why it is not one. */
     private Parsed parse(CheckedDir dir, Path file, Matcher name) {
         JsonNode node;
+        byte[] bytes;
+        int owner;
         try {
             // Read from the checked dir, never through a link or a FIFO swapped in since the listing, capped.
-            byte[] bytes = dir.read(file.getFileName().toString(), MAX_SIZE);
+            CheckedDir.Owned read = dir.readOwned(file.getFileName().toString(), MAX_SIZE);
+            bytes = read.bytes();
+            owner = read.uid();
             if (bytes.length > MAX_SIZE) {
                 return Parsed.bad(file, "over the " + MAX_SIZE + " bytes a record can be");
             }
@@ -172,7 +176,7 @@ public final class EngineRecords {
                 created.isNumber() && Double.isFinite(created.asDouble()) ? OptionalDouble.of(created.asDouble()) : OptionalDouble.empty(),
                 recordName.isTextual() ? Optional.of(recordName.asText()) : Optional.empty(),
                 memberPorts,
-                port(node.path("proxy_port")).map(OptionalInt::of).orElse(OptionalInt.empty())));
+                port(node.path("proxy_port")).map(OptionalInt::of).orElse(OptionalInt.empty()), OptionalInt.of(owner)));
     }
 
     /** A parsed record or the reason there is none. */

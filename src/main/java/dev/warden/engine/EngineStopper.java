@@ -65,8 +65,7 @@ public final class EngineStopper {
                 // naming another process's group would signal that leader and everything in it.
                 boolean leadsGroup = ours.process().pgid() == record.pid()
                         && (record.pgid().isEmpty() || record.pgid().getAsLong() == record.pid());
-                long target = leadsGroup ? -record.pid() : record.pid();
-                boolean gone = signaller.terminate(target, record.pid(), termTimeout, killTimeout);
+                boolean gone = signaller.terminate(ours.process(), leadsGroup, termTimeout, killTimeout).gone();
                 what = gone ? "stopped llama-swap pid " + record.pid()
                         : Thread.currentThread().isInterrupted() ? "sent SIGTERM to llama-swap pid " + record.pid() + ", not yet gone"
                         : "stopped llama-swap pid " + record.pid() + " (it survived SIGKILL)";
@@ -93,7 +92,7 @@ public final class EngineStopper {
     private int reapSurvivors(EngineRecord record, Map<Long, ProcessInfo> before) {
         Map<Long, ProcessInfo> survivors = new LinkedHashMap<>();
         before.forEach((pid, seen) -> processes.info(pid)
-                .filter(now -> now.start().equals(seen.start()))
+                .filter(seen::sameInstance)
                 .ifPresent(now -> survivors.put(pid, now)));
         if (!record.memberPorts().isEmpty()) {
             for (ProcessInfo p : processes.all()) {
@@ -104,7 +103,7 @@ public final class EngineStopper {
         }
         for (ProcessInfo survivor : survivors.values()) {
             LOG.infof("Reaping %s pid %d left behind by %s", survivor.name(), survivor.pid(), record.file().getFileName());
-            signaller.terminate(survivor.pid(), survivor.pid(), termTimeout, killTimeout);
+            signaller.terminate(survivor, false, termTimeout, killTimeout);
         }
         return survivors.size();
     }

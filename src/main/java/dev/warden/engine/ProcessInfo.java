@@ -11,11 +11,19 @@ import java.util.OptionalInt;
  *
  * @param sid its session: lilbee starts llama-swap as a session leader, and its llama-servers stay in
  *     that session even once llama-swap is gone
+ * @param startTicks its start in clock ticks since boot, from the same read of {@code /proc/<pid>/stat}:
+ *     with the pid, what tells this process from a later one that reuses the pid
  */
-public record ProcessInfo(long pid, long ppid, long pgid, long sid, Optional<Instant> start, List<String> argv) {
+public record ProcessInfo(long pid, long ppid, long pgid, long sid, Optional<Instant> start, long startTicks,
+        List<String> argv) {
 
     public ProcessInfo {
         argv = List.copyOf(argv);
+    }
+
+    /** Whether {@code other} is this very process: the same pid and the same start. */
+    public boolean sameInstance(ProcessInfo other) {
+        return other.pid == pid && other.startTicks == startTicks;
     }
 
     /** The base name of argv[0], which is what llama-swap and llama-server are known by. */

@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.OptionalLong;
 
 /**
  * The processes warden can see in {@code /proc}. In a pod this needs
@@ -20,6 +22,7 @@ public final class ProcessTable {
     private static final int PPID = 4 - 3;
     private static final int PGRP = 5 - 3;
     private static final int SESSION = 6 - 3;
+    private static final int STARTTIME = 22 - 3;
     /** TCP_LISTEN in /proc/net/tcp's {@code st} column. */
     private static final String LISTEN = "0A";
 
@@ -34,28 +37,69 @@ public final class ProcessTable {
     }
 
     public Optional<ProcessInfo> info(long pid) {
-        if (pid <= 0) {
+        String[] fields = stat(pid);
+        if (fields == null) {
             return Optional.empty();
         }
         try {
-            String stat = Files.readString(proc.resolve(Long.toString(pid)).resolve("stat"), StandardCharsets.UTF_8);
-            int end = stat.lastIndexOf(')');
-            String[] fields = stat.substring(end + 2).trim().split(" ");
-            if (fields[0].equals("Z") || fields[0].equals("X")) {
-                return Optional.empty(); // a zombie holds no memory and no port: it is gone
-            }
             byte[] cmdline = Files.readAllBytes(proc.resolve(Long.toString(pid)).resolve("cmdline"));
             List<String> argv = cmdline.length == 0 ? List.of()
                     : Arrays.asList(new String(cmdline, StandardCharsets.UTF_8).split("\0"));
             return Optional.of(new ProcessInfo(pid, Long.parseLong(fields[PPID]), Long.parseLong(fields[PGRP]), Long.parseLong(fields[SESSION]),
-                    ProcessHandle.of(pid).flatMap(h -> h.info().startInstant()), argv));
+                    ProcessHandle.of(pid).flatMap(h -> h.info().startInstant()), Long.parseLong(fields[STARTTIME]), argv));
         } catch (IOException | RuntimeException e) {
             return Optional.empty();
         }
     }
 
+    /** The real UID {@code pid} runs as ({@code Uid:} in {@code /proc/<pid>/status}); empty when gone. */
+    public OptionalInt uid(long pid) {
+        if (pid <= 0) {
+            return OptionalInt.empty();
+        }
+        try (var lines = Files.lines(proc.resolve(Long.toString(pid)).resolve("status"), StandardCharsets.UTF_8)) {
+            return lines.limit(64).filter(l -> l.startsWith("Uid:")).findFirst()
+                    .map(l -> OptionalInt.of(Integer.parseInt(l.substring(4).trim().split("\\s+")[0])))
+                    .orElse(OptionalInt.empty());
+        } catch (IOException | RuntimeException e) {
+            return OptionalInt.empty();
+        }
+    }
+
+    /** Its start in clock ticks since boot, one read of {@code /proc/<pid>/stat}; empty when gone or a zombie. */
+    public OptionalLong startTicks(long pid) {
+        String[] fields = stat(pid);
+        try {
+            return fields == null ? OptionalLong.empty() : OptionalLong.of(Long.parseLong(fields[STARTTIME]));
+        } catch (RuntimeException e) {
+            return OptionalLong.empty();
+        }
+    }
+
+    /** The fields of {@code /proc/<pid>/stat} after comm; null when there is no such process, or a zombie. */
+    private String[] stat(long pid) {
+        if (pid <= 0) {
+            return null;
+        }
+        try {
+            String stat = Files.readString(proc.resolve(Long.toString(pid)).resolve("stat"), StandardCharsets.UTF_8);
+            int end = stat.lastIndexOf(')');
+            String[] fields = stat.substring(end + 2).trim().split(" ");
+            // A zombie holds no memory, no port and no lock: it is gone.
+            return fields.length <= STARTTIME || fields[0].equals("Z") || fields[0].equals("X") ? null : fields;
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
     public boolean alive(long pid) {
         return info(pid).isPresent();
+    }
+
+    /** Whether {@code checked} still runs: its pid is alive, not a zombie, and not a later process that reused it. */
+    public boolean alive(ProcessInfo checked) {
+        OptionalLong ticks = startTicks(checked.pid());
+        return ticks.isPresent() && ticks.getAsLong() == checked.startTicks();
     }
 
     /** Every process visible now. */

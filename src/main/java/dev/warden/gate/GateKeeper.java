@@ -2,6 +2,9 @@ package dev.warden.gate;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
+import dev.warden.engine.ProcessInfo;
+import dev.warden.engine.ProcessTable;
+import dev.warden.engine.Signaller;
 import dev.warden.hold.HoldSnapshot.Phase;
 import dev.warden.hold.KeeperLoop;
 import dev.warden.lock.FileId;
@@ -9,17 +12,25 @@ import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
 import dev.warden.lock.LockProbe;
+import dev.warden.lock.Posix;
 import dev.warden.lock.ProcLocks;
 import io.quarkus.runtime.ShutdownEvent;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -30,17 +41,20 @@ import org.jboss.logging.Logger;
 /**
  * Gate mode: elects one pod per data dir through {@code <data dir>/warden-gate.lock}, a flock
  * waited for in the kernel, and says when that pod's {@code lilbee serve} may start. warden never
- * takes lilbee's {@code server.lock} here; it watches it in the kernel's lock table, which from
- * inside a PID namespace lists only the locks whose holders that namespace can see: a holder that
- * is listed is in this pod ({@code shareProcessNamespace: true}).
+ * takes lilbee's {@code server.lock} here. A process is this pod's lilbee only on proof: it is visible
+ * here ({@code shareProcessNamespace: true}) and holds an exclusive flock on {@code server.lock}'s file
+ * through a descriptor of its own ({@link ServerLockHolders}).
  *
  * <ul>
- *   <li>Started (sticky) once this warden holds the gate and {@code server.lock} is free or held in
- *       this pod; or at once when this pod's lilbee already holds it (warden restarted beside it).
- *   <li>Serving (readiness) while a process of this pod other than warden holds {@code server.lock}.
+ *   <li>Started only while this warden holds the gate, once {@code server.lock} is free or held in this
+ *       pod; a warden restarted beside its serving lilbee earns the gate back first (the elected warden
+ *       lets it go when it finds {@code server.lock} held outside its pod).
+ *   <li>Serving (readiness) while it holds the gate and a process of this pod holds the file at the path.
+ *   <li>A pod whose lilbee holds a {@code server.lock} no longer at the path (a reset) heals: its lilbee is
+ *       stopped so that the kubelet restarts it onto the file at the path, and this warden keeps the gate,
+ *       the old file and the new, meanwhile.
  *   <li>A warden that wins the gate but finds {@code server.lock} held outside the pod lets the gate
- *       go and waits in the kernel for that release before it contends again: the serving pod's
- *       restarted warden gets the gate back, so the serving pod keeps it when its lilbee restarts.
+ *       go and waits in the kernel for that release before it contends again.
  * </ul>
  */
 @Singleton
@@ -58,11 +72,14 @@ public class GateKeeper {
     private static final Duration INVISIBLE_HINT = Duration.ofSeconds(30);
 
     private final FileLocker locker;
+    private final ServerLockHolders holders;
     private final ProcLocks procLocks;
+    private final LilbeeFence fence;
     private final InstantSource clock;
     private final KeeperLoop loop;
     private final Duration errorRetry;
-    private final long pid = ProcessHandle.current().pid();
+    /** How long a pod elected after a reset waits before its lilbee may start: the previous pod's fence. */
+    private final Duration settle;
     private final AtomicReference<GateSnapshot> published = new AtomicReference<>(GateSnapshot.notStarted());
     private final List<Runnable> startListeners = new CopyOnWriteArrayList<>();
     private boolean running;
@@ -74,32 +91,74 @@ public class GateKeeper {
 
     // Confined to the keeper thread once it runs (handed over by Thread.start).
     private LilbeePaths paths;
-    private LilbeeFence fence;
     /** Lease mode on a volume whose gate lock cannot be taken at all: the Lease alone elects. */
     private boolean leaseAlone;
     private HeldLock gate;
+    /** A gate file replaced while held, kept (with the new one) while this pod's lilbee holds an old server.lock. */
+    private HeldLock replacedGate;
+    private boolean keptReplacedGate;
     private CompletableFuture<HeldLock> gateWait;
     private CompletableFuture<Void> releaseWait;
     private GateState gateState = new GateState.Waiting("not tried yet");
     private ServerLockState server = new ServerLockState.NotInPod();
     private boolean started;
     private Optional<String> note = Optional.empty();
-    /** The file this pod's lilbee was last seen holding: it keeps it after a reset unlinks the path. */
-    private FileId servedFile;
+    /** The files this pod's lilbee was proven to hold: it keeps one after a reset unlinks or replaces the path. */
+    private Set<FileId> servedFiles = Set.of();
+    /** This round's proven holders, and those of them on a file no longer at the path. */
+    private List<ServerLockHolders.Holder> podHolders = List.of();
+    private List<ServerLockHolders.Holder> staleHolders = List.of();
+    /** Whether every process of the pod has been looked at once: until then no holder is known to be missing. */
+    private boolean lookedAtAll;
     private Instant retryAt;
+    /**
+     * The gate file and server.lock as first seen while this warden waited, and whether either was deleted or
+     * replaced since: a reset (or a writer) while another pod served, whose lilbee may still hold the old lock.
+     * The gate file is told by its change time too, as a file made anew may get the deleted one's inode; not
+     * server.lock, whose change time every filelock open moves.
+     */
+    private GateFileMark gateSeenWaiting;
+    private FileId serverSeenWaiting;
+    private boolean replacedWhileWaiting;
+    private Instant settleUntil;
+
+    /** A gate file as {@code stat} tells it apart: inode and change time (wardens never write to it). */
+    private record GateFileMark(FileId id, FileTime changed) {
+        static GateFileMark at(Path path) {
+            try {
+                Map<String, Object> attributes = Files.readAttributes(path, "unix:dev,ino,ctime,mode",
+                        LinkOption.NOFOLLOW_LINKS);
+                // a regular file only: a directory (a misconfiguration) is no gate file to remember
+                if (((Integer) attributes.get("mode") & 0170000) != 0100000) {
+                    return null;
+                }
+                return new GateFileMark(new FileId((Long) attributes.get("dev"), (Long) attributes.get("ino")),
+                        (FileTime) attributes.get("ctime"));
+            } catch (IOException | UnsupportedOperationException e) {
+                return null;
+            }
+        }
+    }
     private Instant lookedCloserAt = Instant.EPOCH;
     private Instant standbyLookAt = Instant.EPOCH;
     private boolean hinted;
 
     @Inject
-    public GateKeeper(FileLocker locker, ProcLocks procLocks, InstantSource clock, WardenConfig config) {
-        this(locker, procLocks, clock, config.lock().pollInterval(), config.lock().errorRetry());
+    public GateKeeper(FileLocker locker, Posix posix, ProcessTable processes, ProcLocks procLocks, InstantSource clock,
+            WardenConfig config) {
+        this(locker, new ServerLockHolders(processes), procLocks, new LilbeeFence(new Signaller(posix, processes),
+                config.gate().lease().fenceGrace(), config.engine().killTimeout()), clock, config.lock().pollInterval(),
+                config.lock().errorRetry(), config.gate().lease().fenceGrace().plus(config.engine().killTimeout()));
     }
 
-    public GateKeeper(FileLocker locker, ProcLocks procLocks, InstantSource clock, Duration pollInterval,
-            Duration errorRetry) {
+    /** @param settle how long to wait, elected after a reset, before this pod's lilbee may start (see {@link #settle}) */
+    public GateKeeper(FileLocker locker, ServerLockHolders holders, ProcLocks procLocks, LilbeeFence fence,
+            InstantSource clock, Duration pollInterval, Duration errorRetry, Duration settle) {
+        this.settle = settle;
         this.locker = locker;
+        this.holders = holders;
         this.procLocks = procLocks;
+        this.fence = fence;
         this.clock = clock;
         this.errorRetry = errorRetry;
         this.loop = new KeeperLoop("gate keeper", pollInterval);
@@ -107,17 +166,16 @@ public class GateKeeper {
 
     /** Starts contending for the gate of {@code lilbeePaths}'s data dir until {@link #stop()}. */
     public void start(LilbeePaths lilbeePaths) {
-        start(lilbeePaths, null, null);
+        start(lilbeePaths, null);
     }
 
     /**
      * Lease mode: the gate lock is contended for only while {@code election} is won. A warden that does not
-     * hold the Lease is never started, lets the gate lock go, and has {@code fence} stop any lilbee of
-     * its pod that holds server.lock. The election is closed (the Lease released) when the keeper stops.
+     * hold the Lease is never started, lets the gate lock go, and fences every process of its pod that holds
+     * server.lock. The election is closed (the Lease released) when the keeper stops.
      */
-    public synchronized void start(LilbeePaths lilbeePaths, GateElection election, LilbeeFence lilbeeFence) {
+    public synchronized void start(LilbeePaths lilbeePaths, GateElection election) {
         lease = election;
-        fence = lilbeeFence;
         if (running) {
             throw new IllegalStateException("the gate keeper is already running");
         }
@@ -165,6 +223,10 @@ public class GateKeeper {
      */
     public KeeperLoop.KeeperHealth health(Duration stallTimeout) {
         KeeperLoop.KeeperHealth health = loop.health(stallTimeout);
+        Optional<String> unfenced = fence.problem();
+        if (health.alive() && unfenced.isPresent()) {
+            return new KeeperLoop.KeeperHealth(false, health.sinceLastRound(), unfenced.get());
+        }
         GateElection contending = lease;
         Optional<Duration> stalled = contending == null || !health.alive() ? Optional.empty()
                 : contending.stalled(stallTimeout);
@@ -177,20 +239,40 @@ public class GateKeeper {
         Instant now = clock.instant();
         try {
             lookInPod(now);
-            if (lease != null && !lease.leading()) {
+            boolean outside = lease != null && !lease.leading();
+            if (outside) {
                 outsideTheLease(now);
-                return;
+            } else {
+                keepGate(now);
+                if (gate != null || leaseAlone) {
+                    whileElected(now);
+                } else if (started) {
+                    started = false;
+                    LOG.warnf("Not started any more: this warden no longer holds %s", paths.gateLock());
+                }
             }
-            keepGate(now);
-            if (gate != null || leaseAlone) {
-                whileElected(now);
-            } else if (!started && server instanceof ServerLockState.InPod inPod) {
-                letLilbeeStart("this pod's lilbee (pid " + inPod.pid() + ") already holds " + paths.serverLock()
-                        + ": warden restarted beside it");
-            }
+            fenceWhoMustGo(outside);
         } finally {
             publish(Phase.RUNNING);
         }
+    }
+
+    /**
+     * Every holder of server.lock in this pod without the Lease; with it, those on a file no longer at the
+     * path (a reset): they are stopped, and the kubelet restarts lilbee onto the file at the path, while this
+     * warden keeps the gate. Nobody else is signalled, and those gone are forgotten.
+     */
+    private void fenceWhoMustGo(boolean outsideTheLease) {
+        List<ServerLockHolders.Holder> mustGo = outsideTheLease ? podHolders : staleHolders;
+        if (mustGo.isEmpty()) {
+            fence.clear();
+            return;
+        }
+        fence.fence(mustGo.stream().map(ServerLockHolders.Holder::process).toList(), outsideTheLease
+                ? "this warden does not hold the Lease " + lease.name()
+                : "its server.lock was deleted or replaced under it (a lilbee reset, or a writer of the data dir): it"
+                        + " must serve from the file at the path, so the kubelet restarts it; this pod keeps the gate"
+                        + " meanwhile");
     }
 
     /**
@@ -203,6 +285,7 @@ public class GateKeeper {
             gateWait.cancel(false);
             gateWait = null;
         }
+        releaseReplacedGate();
         if (gate != null) {
             gate.close();
             gate = null;
@@ -217,46 +300,48 @@ public class GateKeeper {
         }
         note = Optional.of("waiting for the Lease " + lease.name()
                 + lease.holder().map(h -> " (held by " + h + ")").orElse(""));
-        if (server instanceof ServerLockState.InPod inPod) {
-            fence.fence(inPod.pid());
-        }
     }
 
-    /** Whether a process of this pod, other than warden, holds {@code server.lock}: one read of the lock table. */
+    /**
+     * Which processes of this pod prove to hold {@code server.lock}: the file at the path, and any file this
+     * pod's lilbee was proven to hold before (or, after a restart of warden, a deleted one of that name).
+     */
     private void lookInPod(Instant now) {
         Optional<FileId> atPath = ProcLocks.idOf(paths.serverLock());
-        OptionalLong holder = atPath.map(this::podHolderOf).orElse(OptionalLong.empty());
-        boolean replaced = false;
-        if (holder.isEmpty() && servedFile != null && !atPath.equals(Optional.of(servedFile))) {
-            holder = podHolderOf(servedFile);
-            replaced = holder.isPresent();
-        } else if (holder.isPresent()) {
-            servedFile = atPath.get();
-        }
-        if (holder.isEmpty()) {
-            servedFile = null;
+        Set<FileId> wanted = new HashSet<>(servedFiles);
+        atPath.ifPresent(wanted::add);
+        long device = ProcLocks.idOf(paths.dataDir()).map(FileId::device).orElse(-1L);
+        ServerLockHolders.Look look = holders.look(wanted, paths.serverLock().getFileName().toString(), device);
+        lookedAtAll = look.complete();
+        podHolders = look.holders();
+        staleHolders = podHolders.stream().filter(h -> !atPath.equals(Optional.of(h.file()))).toList();
+        Set<FileId> held = new HashSet<>();
+        podHolders.forEach(h -> held.add(h.file()));
+        servedFiles = Set.copyOf(held);
+        if (podHolders.isEmpty()) {
             if (server instanceof ServerLockState.InPod gone) {
                 LOG.infof("This pod's lilbee (pid %d) no longer holds %s: not ready", gone.pid(), paths.serverLock());
                 server = new ServerLockState.NotInPod();
             }
             return;
         }
-        long pidNow = holder.getAsLong();
-        if (server instanceof ServerLockState.InPod seen && seen.pid() == pidNow && seen.replacedFile() == replaced) {
+        boolean replaced = staleHolders.size() == podHolders.size();
+        ServerLockHolders.Holder first = replaced ? staleHolders.getFirst()
+                : podHolders.stream().filter(h -> !staleHolders.contains(h)).findFirst().orElseThrow();
+        if (server instanceof ServerLockState.InPod seen && seen.pid() == first.pid() && seen.replacedFile() == replaced) {
             return;
         }
-        server = new ServerLockState.InPod(pidNow, now, replaced);
+        server = new ServerLockState.InPod(first.pid(), now, replaced);
         note = Optional.empty();
         hinted = false;
-        LOG.infof(replaced ? "This pod's lilbee (pid %d) holds %s on a file since deleted or replaced (a lilbee reset"
-                + " clears the data dir): still serving" : "This pod's lilbee (pid %d) holds %s: ready", pidNow,
-                paths.serverLock());
-    }
-
-    private OptionalLong podHolderOf(FileId file) {
-        OptionalLong holder = procLocks.holderOf(file);
-        // warden's own take-and-let-go of a free lock shows for an instant; it is not a server.
-        return holder.isPresent() && holder.getAsLong() == pid ? OptionalLong.empty() : holder;
+        if (replaced) {
+            LOG.warnf("This pod's lilbee (pid %d) holds %s on a file since deleted or replaced (a lilbee reset clears"
+                    + " the data dir): not ready; it is stopped so that it serves from the file at the path again",
+                    first.pid(), paths.serverLock());
+        } else {
+            LOG.infof("This pod's lilbee (pid %d) holds %s%s", first.pid(), paths.serverLock(),
+                    gate != null || leaseAlone ? ": ready" : ", but this warden does not hold the gate yet: not ready");
+        }
     }
 
     /** Moves towards holding the gate without blocking; keeps it when its file is replaced. */
@@ -264,11 +349,27 @@ public class GateKeeper {
         if (leaseAlone) {
             return;
         }
+        if (gate == null) {
+            rememberWhileWaiting();
+        }
         if (gate != null) {
             if (!gate.stillAtPath()) {
                 retake(now);
+            } else if (replacedGate != null && staleHolders.isEmpty()) {
+                releaseReplacedGate();
+                LOG.infof("Released the replaced %s: no lilbee of this pod holds an old server.lock any more",
+                        paths.gateLock());
             }
             return;
+        }
+        if (releaseWait != null && !releaseWait.isDone()
+                && server instanceof ServerLockState.InPod inPod && !inPod.replacedFile()) {
+            // The holder proved to be this pod's own lilbee (it took the lock just as this warden looked): the
+            // gate is this pod's to take, and waiting for its release would leave both pods unready.
+            releaseWait.cancel(false);
+            releaseWait = null;
+            LOG.infof("This pod's lilbee (pid %d) holds %s after all: contending for the gate", inPod.pid(),
+                    paths.serverLock());
         }
         if (releaseWait != null) {
             if (!releaseWait.isDone()) {
@@ -328,15 +429,33 @@ public class GateKeeper {
             Optional<HeldLock> fresh = locker.tryLockCreatingDirs(paths.gateLock());
             if (fresh.isPresent()) {
                 gate = fresh.get();
-                old.close();
+                keptReplacedGate = false;
+                if (staleHolders.isEmpty()) {
+                    old.close();
+                } else {
+                    // A standby still waiting on the old file must not be let in while the old lilbee runs.
+                    releaseReplacedGate();
+                    replacedGate = old;
+                }
                 LOG.warnf("%s was deleted or replaced while this warden held it: holding the new file", paths.gateLock());
+                return;
+            }
+            if (!podHolders.isEmpty()) {
+                // Letting the old file go would wake a standby while this pod's lilbee still holds a lock.
+                if (!keptReplacedGate) {
+                    keptReplacedGate = true;
+                    LOG.warnf("%s was deleted or replaced while this warden held it, and another process took the new"
+                            + " file first: keeping the old file while this pod's lilbee (pid %d) holds server.lock",
+                            paths.gateLock(), podHolders.getFirst().pid());
+                }
                 return;
             }
             old.close();
             gate = null;
+            keptReplacedGate = false;
             gateState = new GateState.Standby(now, procLocks.holderOf(paths.gateLock()));
-            LOG.warnf("%s was deleted or replaced while this warden held it, and another warden took the new file"
-                    + " first: standing by%s", paths.gateLock(), started ? " (this pod's lilbee keeps running)" : "");
+            LOG.warnf("%s was deleted or replaced while this warden held it, and another process took the new file"
+                    + " first: standing by", paths.gateLock());
         } catch (LockException e) {
             // Keep the old lock: it still keeps every standby waiting on it out.
             fail(now, e.getMessage());
@@ -356,8 +475,15 @@ public class GateKeeper {
     }
 
     private void elected(HeldLock won, Instant now) {
+        if (!won.stillAtPath()) {
+            // Waited for on a file since replaced: whoever holds the new one is elected, not this warden.
+            won.close();
+            LOG.infof("Got %s on a file no longer at the path: contending for the new file", paths.gateLock());
+            return;
+        }
         gate = won;
         retryAt = null;
+        settleAfterAReset(now);
         Duration waited = gateState instanceof GateState.Standby standby ? Duration.between(standby.since(), now)
                 : Duration.ZERO;
         gateState = new GateState.Elected(now, waited);
@@ -365,8 +491,59 @@ public class GateKeeper {
                 waited.isZero() ? "" : " (stood by for " + waited.toMillis() + " ms)");
     }
 
+    private void releaseReplacedGate() {
+        if (replacedGate != null) {
+            replacedGate.close();
+            replacedGate = null;
+        }
+    }
+
+    /** Each round without the gate: what the files are, and whether one changed since first seen. */
+    private void rememberWhileWaiting() {
+        GateFileMark gateNow = GateFileMark.at(paths.gateLock());
+        FileId serverNow = lockFileAt(paths.serverLock());
+        replacedWhileWaiting |= gateSeenWaiting != null && !gateSeenWaiting.equals(gateNow)
+                || serverSeenWaiting != null && !serverSeenWaiting.equals(serverNow);
+        if (gateSeenWaiting == null) {
+            gateSeenWaiting = gateNow;
+        }
+        if (serverSeenWaiting == null) {
+            serverSeenWaiting = serverNow;
+        }
+    }
+
+    private static FileId lockFileAt(Path path) {
+        return Files.isRegularFile(path, LinkOption.NOFOLLOW_LINKS) ? ProcLocks.idOf(path).orElse(null) : null;
+    }
+
+    /**
+     * Elected on a gate file, or facing a server.lock, other than the one seen while waiting: the data dir
+     * was reset (or written) while another pod served, and that pod's lilbee may still serve on the deleted
+     * lock, where no warden here can see it. Its warden stops it (or, killed, its restarted warden does)
+     * within the fence's grace; this pod's lilbee waits that long before it may start on a free path.
+     */
+    private void settleAfterAReset(Instant now) {
+        rememberWhileWaiting();
+        boolean replaced = replacedWhileWaiting;
+        gateSeenWaiting = null;
+        serverSeenWaiting = null;
+        replacedWhileWaiting = false;
+        if (replaced) {
+            settleUntil = now.plus(settle);
+            note = Optional.of(paths.gateLock() + " or " + paths.serverLock() + " was deleted or replaced while this"
+                    + " warden waited (a lilbee reset, or a writer of the data dir): the pod that served may still run a"
+                    + " lilbee on the deleted lock, which its warden stops; this pod's lilbee may start "
+                    + settle.toMillis() + " ms after the election if server.lock is free then");
+            LOG.warn(note.get());
+        }
+    }
+
     /** Decides, once elected, whether this pod's lilbee may start. */
     private void whileElected(Instant now) {
+        if (!lookedAtAll) {
+            // Until every process of the pod was looked at, a lock held "outside" may be this pod's own lilbee's.
+            return;
+        }
         if (started) {
             if (!(server instanceof ServerLockState.InPod)) {
                 lookCloser(now);
@@ -387,10 +564,16 @@ public class GateKeeper {
         }
         if (probe != LockProbe.HELD) {
             server = new ServerLockState.Free(now);
+            if (settleUntil != null && now.isBefore(settleUntil)) {
+                return;
+            }
+            settleUntil = null;
             letLilbeeStart(paths.serverLock() + " is free");
             return;
         }
         server = new ServerLockState.HeldOutside(now);
+        // The files as they are while another pod's lilbee serves: the wait for its release starts here.
+        rememberWhileWaiting();
         if (gate != null) {
             gate.close();
             gate = null;
@@ -423,8 +606,9 @@ public class GateKeeper {
         }
         Instant since = server instanceof ServerLockState.HeldOutside outside ? outside.since() : now;
         server = new ServerLockState.HeldOutside(since);
-        note = Optional.of(paths.serverLock() + " is held by a process this pod cannot see: this pod's lilbee will be"
-                + " refused. If it is this pod's own lilbee, the pod needs shareProcessNamespace: true");
+        note = Optional.of(paths.serverLock() + " is held by a process this pod cannot see, or cannot prove to hold it: this"
+                + " pod's lilbee will be refused. If it is this pod's own lilbee, the pod needs shareProcessNamespace: true"
+                + " and warden the same UID as lilbee (to read its /proc/<pid>/fdinfo)");
         if (!hinted && Duration.between(since, now).compareTo(INVISIBLE_HINT) >= 0) {
             hinted = true;
             LOG.warn(note.get());
@@ -438,6 +622,10 @@ public class GateKeeper {
     }
 
     private void standBy(Instant now) {
+        note = server instanceof ServerLockState.InPod inPod && !inPod.replacedFile() ? Optional.of("this pod's lilbee"
+                + " (pid " + inPod.pid() + ") holds " + paths.serverLock() + ", but another warden holds the gate: not"
+                + " ready until this one does (the elected warden lets the gate go when it finds server.lock held outside"
+                + " its pod)") : Optional.empty();
         if (gateState instanceof GateState.Standby standby) {
             if (Duration.between(standbyLookAt, now).compareTo(LOOK_CLOSER) >= 0) {
                 standbyLookAt = now;
@@ -472,6 +660,7 @@ public class GateKeeper {
         if (releaseWait != null) {
             releaseWait.cancel(false);
         }
+        releaseReplacedGate();
         if (gate != null) {
             gate.close();
             gate = null;

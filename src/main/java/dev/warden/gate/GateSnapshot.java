@@ -25,9 +25,13 @@ public record GateSnapshot(Phase phase, Optional<Path> gateLock, Optional<Path> 
     public record LeaseView(String name, String identity, boolean leading, Optional<String> holder) {
     }
 
-    /** This pod serves: its lilbee holds {@code server.lock} (and, in lease mode, this warden holds the Lease). */
+    /**
+     * This pod serves: its warden holds the gate and is started, its lilbee holds the {@code server.lock} at
+     * the path (not one a reset replaced), and in lease mode this warden holds the Lease.
+     */
     public boolean serving() {
-        return phase == Phase.RUNNING && server instanceof ServerLockState.InPod
+        return phase == Phase.RUNNING && started && gate instanceof GateState.Elected
+                && server instanceof ServerLockState.InPod inPod && !inPod.replacedFile()
                 && lease.map(LeaseView::leading).orElse(true);
     }
 }

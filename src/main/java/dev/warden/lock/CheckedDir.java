@@ -157,6 +157,21 @@ public final class CheckedDir implements AutoCloseable {
      *
      * @throws FileSystemException when {@code name} is not a regular file (a link, a FIFO, a directory)
      */
+    /** A file's first bytes and its owner, both from the one descriptor that was read. */
+    public record Owned(byte[] bytes, int uid) {
+    }
+
+    /** As {@link #read}, with the UID that owns the file read. */
+    public Owned readOwned(String name, int cap) throws IOException {
+        int file = open(name, Posix.Open.READ);
+        try {
+            int uid = posix.fstat(file).uid();
+            return new Owned(posix.read(file, cap + 1), uid);
+        } finally {
+            posix.close(file);
+        }
+    }
+
     public byte[] read(String name, int cap) throws IOException {
         int file = open(name, Posix.Open.READ);
         try {

@@ -12,6 +12,7 @@ public final class Errno {
     public static final int EEXIST = 17;
     public static final int ENOTDIR = 20;
     public static final int EISDIR = 21;
+    public static final int EINVAL = 22;
     public static final int EROFS = 30;
     public static final int ENOLCK = 37;
     public static final int ENOSYS = 38;

@@ -1,7 +1,10 @@
 package dev.warden.lock;
 
-/** What {@code fstat(2)} says of a file that warden acts on: which file it is, its type and its size. */
-public record FileStat(FileId id, int mode, long size) {
+/**
+ * What {@code fstat(2)} says of a file that warden acts on: which file it is, its type, its size and the
+ * UID that owns it (who wrote it, for a record that could make warden signal a process).
+ */
+public record FileStat(FileId id, int mode, long size, int uid) {
 
     private static final int S_IFMT = 0170000;
     private static final int S_IFREG = 0100000;

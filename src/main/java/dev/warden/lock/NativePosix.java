@@ -38,6 +38,10 @@ public final class NativePosix implements Posix {
     private static final int O_NOFOLLOW = X86 ? 0400000 : 0100000;
     private static final int O_DIRECTORY = X86 ? 0200000 : 040000;
     private static final int AT_SYMLINK_NOFOLLOW = 0x100;
+    /** Syscall numbers from Linux 5.1 on are the same on every architecture (asm-generic's unified table). */
+    private static final long SYS_PIDFD_SEND_SIGNAL = 424;
+    private static final long SYS_PIDFD_OPEN = 434;
+    private static final long PIDFD_SIGNAL_PROCESS_GROUP = 1L << 2;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG;
     private static final int LOCK_EX = 2;
@@ -45,11 +49,12 @@ public final class NativePosix implements Posix {
     /** Mode for a new file, as filelock creates its locks: anyone may lock it, the umask decides. */
     private static final int NEW_FILE_MODE = 0666;
     private static final int NEW_DIR_MODE = 0777;
-    /** struct stat is 144 bytes on x86_64 and 128 on aarch64; st_dev, st_ino and st_size sit alike. */
+    /** struct stat is 144 bytes on x86_64 and 128 on aarch64; st_dev, st_ino and st_size sit alike, st_mode and st_uid not. */
     private static final long STAT_SIZE = 256;
     private static final long ST_DEV_OFFSET = 0;
     private static final long ST_INO_OFFSET = 8;
     private static final long ST_MODE_OFFSET = X86 ? 24 : 16;
+    private static final long ST_UID_OFFSET = X86 ? 28 : 24;
     private static final long ST_SIZE_OFFSET = 48;
     /** fcntl's F_GETLK, and struct flock's types (the same on x86_64 and aarch64). */
     private static final int F_GETLK = 5;
@@ -82,6 +87,7 @@ public final class NativePosix implements Posix {
     private final MethodHandle umask;
     private final MethodHandle kill;
     private final MethodHandle fcntl;
+    private final MethodHandle syscall;
 
     /**
      * Every downcall warden makes. A native image links only the shapes registered at build time,
@@ -101,6 +107,8 @@ public final class NativePosix implements Posix {
             new Downcall("renameat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT, ValueLayout.ADDRESS), true, -1),
             new Downcall("kill", FunctionDescriptor.of(INT, INT, INT), true, -1),
             new Downcall("fcntl", FunctionDescriptor.of(INT, INT, INT, ValueLayout.ADDRESS), true, 2),
+            // glibc wraps pidfd_open only from 2.36 on: the raw syscall works with any libc.
+            new Downcall("syscall", FunctionDescriptor.of(LONG, LONG, LONG, LONG, LONG, LONG), true, 1),
             new Downcall("strerror", FunctionDescriptor.of(ValueLayout.ADDRESS, INT), false, -1),
             new Downcall("umask", FunctionDescriptor.of(INT, INT), false, -1));
 
@@ -155,6 +163,7 @@ public final class NativePosix implements Posix {
         strerror = linked.get("strerror");
         umask = linked.get("umask");
         fcntl = linked.get("fcntl");
+        syscall = linked.get("syscall");
     }
 
     private static MemorySegment find(SymbolLookup lookup, String name) {
@@ -349,9 +358,30 @@ public final class NativePosix implements Posix {
         }
     }
 
+    @Override
+    public int pidfdOpen(long pid) throws ErrnoException {
+        return (int) invoke("pidfd_open(" + pid + ")",
+                (arena, state) -> (long) syscall.invokeExact(state, SYS_PIDFD_OPEN, pid, 0L, 0L, 0L));
+    }
+
+    @Override
+    public boolean pidfdSignal(int pidfd, int signal, boolean group) throws ErrnoException {
+        long flags = group ? PIDFD_SIGNAL_PROCESS_GROUP : 0L;
+        try {
+            invoke("pidfd_send_signal(" + signal + ")", (arena, state) -> (long) syscall.invokeExact(state,
+                    SYS_PIDFD_SEND_SIGNAL, (long) pidfd, (long) signal, 0L, flags));
+            return true;
+        } catch (ErrnoException e) {
+            if (e.errno() == Errno.ESRCH) {
+                return false;
+            }
+            throw e;
+        }
+    }
+
     private static FileStat statOf(MemorySegment buf) {
         return new FileStat(new FileId(buf.get(LONG, ST_DEV_OFFSET), buf.get(LONG, ST_INO_OFFSET)),
-                buf.get(INT, ST_MODE_OFFSET), buf.get(LONG, ST_SIZE_OFFSET));
+                buf.get(INT, ST_MODE_OFFSET), buf.get(LONG, ST_SIZE_OFFSET), buf.get(INT, ST_UID_OFFSET));
     }
 
     private int errno(MemorySegment state) {

@@ -63,6 +63,22 @@ public interface Posix {
      */
     boolean kill(long pid, int signal) throws ErrnoException;
 
+    /**
+     * {@code pidfd_open(pid, 0)} (Linux 5.3): a descriptor that names the process now at {@code pid}, and only
+     * that one; a signal sent through it can never reach a process that reuses the pid later.
+     *
+     * @throws ErrnoException ESRCH when no such process exists, ENOSYS on an older kernel
+     */
+    int pidfdOpen(long pid) throws ErrnoException;
+
+    /**
+     * {@code pidfd_send_signal(pidfd, signal, NULL, flags)} (Linux 5.1): to the process, or with {@code group}
+     * to its whole process group ({@code PIDFD_SIGNAL_PROCESS_GROUP}, Linux 6.9; EINVAL before).
+     *
+     * @return false when the process has exited (ESRCH)
+     */
+    boolean pidfdSignal(int pidfd, int signal, boolean group) throws ErrnoException;
+
     /** {@code umask(mask)}: sets the process's file mode creation mask, returns the one before (it cannot fail). */
     int umask(int mask);
 

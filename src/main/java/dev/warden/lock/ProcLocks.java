@@ -1,19 +1,24 @@
 package dev.warden.lock;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.LinkOption;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 
 /**
- * Who holds a lock, as the kernel's lock table ({@code /proc/locks}) tells it. Best effort: a
- * holder in another PID namespace shows as pid 0 or not at all, and the table may be unreadable.
+ * Who holds a lock, as the kernel's lock table ({@code /proc/locks}) tells it, for messages. Best effort:
+ * a holder in another PID namespace shows as pid 0 or not at all, the table may be unreadable, and any
+ * lock type counts. What proves a holder is {@code /proc/<pid>/fdinfo} (gate mode's ServerLockHolders).
  */
 public final class ProcLocks {
+
+    /** A node's table can hold hundreds of thousands of locks, most of them anyone's: a message needs few. */
+    static final int MAX_LINES = 10_000;
 
     private final Path table;
 
@@ -46,22 +51,24 @@ public final class ProcLocks {
         return pid.isPresent() ? "pid " + pid.getAsLong() : "another process";
     }
 
-    /** The pid holding an exclusive lock on the file, when the lock table shows one. */
+    /**
+     * The pid holding a lock on the file, when the first {@link #MAX_LINES} lines of the lock table show one:
+     * for messages only, never for a decision (any process that can read a file can list a lock on it). The
+     * table is read as a stream and left at the first match, so a node with many locks costs little.
+     */
     public OptionalLong holderOf(FileId file) {
-        List<String> lines;
-        try {
-            lines = Files.readAllLines(table);
-        } catch (IOException e) {
-            return OptionalLong.empty();
-        }
         String wanted = Long.toHexString(file.major()) + ":" + Long.toHexString(file.minor()) + ":" + file.inode();
-        for (String line : lines) {
-            // "1: FLOCK  ADVISORY  WRITE 4242 00:2d:1234 0 EOF"; waiters have "->" after the id.
-            String[] fields = line.trim().split("\\s+");
-            if (fields.length < 6 || "->".equals(fields[1])) {
-                continue;
-            }
-            if (sameFile(fields[5], wanted)) {
+        try (BufferedReader lines = Files.newBufferedReader(table, StandardCharsets.US_ASCII)) {
+            for (int read = 0; read < MAX_LINES; read++) {
+                String line = lines.readLine();
+                if (line == null) {
+                    break;
+                }
+                // "1: FLOCK  ADVISORY  WRITE 4242 00:2d:1234 0 EOF"; waiters have "->" after the id.
+                String[] fields = line.trim().split("\\s+");
+                if (fields.length < 6 || "->".equals(fields[1]) || !sameFile(fields[5], wanted)) {
+                    continue;
+                }
                 try {
                     long pid = Long.parseLong(fields[4]);
                     if (pid > 0) {
@@ -71,6 +78,8 @@ public final class ProcLocks {
                     // a line this parser does not know; keep looking
                 }
             }
+        } catch (IOException | RuntimeException e) {
+            return OptionalLong.empty();
         }
         return OptionalLong.empty();
     }

@@ -11,6 +11,7 @@ import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
 import java.net.URI;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -41,14 +42,20 @@ public final class Reaper {
     /** The idle time of a kept-warm engine whose markers name none (lilbee's markers carry minutes). */
     private final Duration idleTtl;
     private final Optional<URI> externalEngine;
+    /** The data root's other engine dirs: an engine recorded there and used by their users is theirs to stop. */
+    private final List<EngineDir> others;
+    /** Records refused because another dir's users hold their engine, each logged once. */
+    private final java.util.Set<Path> refusalsLogged = new java.util.HashSet<>();
 
     /** When the last user left a kept-warm engine, and whether its weights were unloaded since. */
     private Instant idleSince;
     private boolean unloaded;
 
     public Reaper(EngineDir dir, EngineUsers users, FileLocker locker, EngineRecords records, EngineStopper stopper,
-            EngineIdentity identity, EngineClient client, InstantSource clock, Duration idleTtl, Optional<URI> externalEngine) {
+            EngineIdentity identity, EngineClient client, InstantSource clock, Duration idleTtl, Optional<URI> externalEngine,
+            List<EngineDir> others) {
         this.identity = identity;
+        this.others = List.copyOf(others);
         this.dir = dir;
         this.users = users;
         this.locker = locker;
@@ -136,7 +143,13 @@ public final class Reaper {
                 return idling.get();
             }
         }
-        List<String> done = stopper.stopAll(dir, recorded);
+        List<EngineRecord> stoppable = notUsedElsewhere(recorded);
+        if (stoppable.isEmpty()) {
+            resetIdle();
+            return new PassOutcome(PassOutcome.Action.NOTHING_TO_DO, "no user here; the engine recorded here is also"
+                    + " recorded in another engine dir whose users are live, and that dir's rule decides");
+        }
+        List<String> done = stopper.stopAll(dir, stoppable);
         if (Thread.currentThread().isInterrupted()) {
             return interrupted(String.join("; ", done));
         }
@@ -144,6 +157,28 @@ public final class Reaper {
         String why = keptWarm ? "it stopped answering" : "every user is gone";
         LOG.infof("Engine stopped at %s (%s)", dir.root(), why);
         return new PassOutcome(PassOutcome.Action.STOPPED, why + ": " + String.join("; ", done));
+    }
+
+    /**
+     * The records whose engine no other dir both records and has live users for. lilbee records an engine
+     * in one dir; a second record of it elsewhere is a neighbour's, which must not make this dir's idle
+     * rule stop an engine its own users hold.
+     */
+    private List<EngineRecord> notUsedElsewhere(List<EngineRecord> recorded) {
+        List<EngineRecord> stoppable = new java.util.ArrayList<>();
+        for (EngineRecord record : recorded) {
+            Optional<EngineDir> owner = others.stream().filter(other -> records.scan(other).records().stream()
+                    .anyMatch(r -> r.pid() == record.pid()) && users.anyLive(other)).findFirst();
+            if (owner.isEmpty()) {
+                stoppable.add(record);
+                refusalsLogged.remove(record.file());
+            } else if (refusalsLogged.add(record.file())) {
+                LOG.warnf("Not stopping llama-swap pid %d for %s: it is also recorded in %s, whose users are live (a"
+                        + " record here naming another dir's engine is not lilbee's); the record is left in place",
+                        record.pid(), record.file(), owner.get().root());
+            }
+        }
+        return stoppable;
     }
 
     /** A recorded engine with a keep-warm marker, or an engine lilbee did not start. */

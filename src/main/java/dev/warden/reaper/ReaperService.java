@@ -62,9 +62,10 @@ public class ReaperService {
      * The rule for {@code dir}, as configured; also used by {@code warden reap --once}. Only the
      * machine slot's reaper looks after {@code warden.engine.url}, so it is unloaded once, not once a dir.
      */
-    public Reaper reaperFor(EngineDir dir, boolean slot) {
-        return new Reaper(dir, users, locker, records, stopper, identity, client, clock, config.reaper().idleTtl(),
-                slot ? config.engine().url() : Optional.empty());
+    public Reaper reaperFor(EngineDirs.Entry entry, EngineDirs all) {
+        List<EngineDir> others = all.entries().stream().map(EngineDirs.Entry::dir).filter(d -> !d.equals(entry.dir())).toList();
+        return new Reaper(entry.dir(), users, locker, records, stopper, identity, client, clock, config.reaper().idleTtl(),
+                entry.isSlot() ? config.engine().url() : Optional.empty(), others);
     }
 
     /**
@@ -73,7 +74,7 @@ public class ReaperService {
      * now and the live users' exits are watched from the start.
      */
     public synchronized void start(EngineDirs dirs) {
-        List<EngineDirWatch> started = dirs.entries().stream().map(this::watch).toList();
+        List<EngineDirWatch> started = dirs.entries().stream().map(entry -> watch(entry, dirs)).toList();
         watches = started;
         for (EngineDirWatch watch : started) {
             watch.start(config.reaper().claimTimeout());
@@ -81,8 +82,8 @@ public class ReaperService {
         tick();
     }
 
-    private EngineDirWatch watch(EngineDirs.Entry entry) {
-        return new EngineDirWatch(entry, reaperFor(entry.dir(), entry.isSlot()), config.reaper().lockName(), locker,
+    private EngineDirWatch watch(EngineDirs.Entry entry, EngineDirs all) {
+        return new EngineDirWatch(entry, reaperFor(entry, all), config.reaper().lockName(), locker,
                 users, records, identity, client, clock, this::count);
     }
 

@@ -16,12 +16,15 @@ import org.junit.jupiter.api.Test;
 
 class EngineIdentityTest {
 
+    /** The UID the tests and their fake engines run as. */
+    private static final int OWN_UID = Integer.parseInt(dev.warden.lock.FileLocker.currentUid());
+
     private final ProcessTable processes = new ProcessTable();
     private final EngineIdentity identity = new EngineIdentity(processes);
 
     private static EngineRecord record(long pid, OptionalDouble createdAt) {
         return new EngineRecord(Path.of("llama-swap.state.chat.1.json"), "chat", pid, OptionalLong.empty(), createdAt,
-                Optional.empty(), List.of(), OptionalInt.empty());
+                Optional.empty(), List.of(), OptionalInt.empty(), OptionalInt.of(OWN_UID));
     }
 
     @Test
@@ -43,6 +46,22 @@ class EngineIdentityTest {
             Identity id = identity.of(record(engine.pid(), OptionalDouble.of(engine.createdAt() - 30)));
             Identity.Stranger stranger = assertInstanceOf(Identity.Stranger.class, id);
             assertTrue(stranger.reason().contains("the pid was reused"), stranger.reason());
+        }
+    }
+
+    /**
+     * A neighbour of another UID writes a record naming a live llama-swap (its pid, start and argv are in
+     * /proc for anyone): warden never signals, on its behalf, a process it could not signal itself.
+     */
+    @Test
+    void aRecordOwnedByAnotherUserThanTheEnginesIsAStranger() throws Exception {
+        try (FakeEngine engine = FakeEngine.startLlamaSwap("--port", "0")) {
+            EngineRecord forged = new EngineRecord(Path.of("llama-swap.state.chat.1.json"), "chat", engine.pid(),
+                    OptionalLong.empty(), OptionalDouble.of(engine.createdAt()), Optional.empty(), List.of(),
+                    OptionalInt.empty(), OptionalInt.of(OWN_UID + 4242));
+            Identity.Stranger stranger = assertInstanceOf(Identity.Stranger.class, identity.of(forged));
+            assertTrue(stranger.reason().contains("owned by UID " + (OWN_UID + 4242)) && stranger.reason()
+                    .contains("runs as UID " + OWN_UID), stranger.reason());
         }
     }
 
@@ -98,6 +117,7 @@ class EngineIdentityTest {
 
     private static EngineRecord record(FakeEngine engine, int proxyPort) {
         return new EngineRecord(Path.of("llama-swap.state.chat.1.json"), "chat", engine.pid(), OptionalLong.of(engine.pid()),
-                OptionalDouble.of(engine.createdAt()), Optional.empty(), List.of(), OptionalInt.of(proxyPort));
+                OptionalDouble.of(engine.createdAt()), Optional.empty(), List.of(), OptionalInt.of(proxyPort),
+                OptionalInt.of(OWN_UID));
     }
 }

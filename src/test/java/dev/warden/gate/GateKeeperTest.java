@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.config.LilbeePaths;
+import dev.warden.engine.ProcessTable;
+import dev.warden.engine.Signaller;
 import dev.warden.hold.KeeperLoop;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.NativePosix;
@@ -20,6 +22,7 @@ import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
@@ -28,19 +31,23 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The election and the server-lock watch, with real flocks: flock(1) processes stand in for lilbee
- * holding {@code server.lock}. "This pod" is what the keeper's lock table shows: the machine's
- * {@code /proc/locks}, or an empty table for a keeper that sees no other process (a holder it cannot
- * see is outside its pod, as from inside a PID namespace). The real PID namespaces and the real
- * {@code lilbee serve} are GateInteropIT's.
+ * The election and the server-lock watch, with real flocks: flock(1) and Python processes stand in for
+ * lilbee holding {@code server.lock}. "This pod" is the processes the keeper's {@code /proc} shows: the
+ * machine's, a directory of links to chosen ones, or an empty one for a keeper that sees no other
+ * process (a holder it cannot see is outside its pod, as from inside a PID namespace). The real PID
+ * namespaces and the real {@code lilbee serve} are GateInteropIT's.
  */
 class GateKeeperTest {
 
     @TempDir
     Path dir;
 
+    /** The fence's grace and kill timeout here, as warden adds them up. */
+    private static final Duration SETTLE = Duration.ofSeconds(4);
+
     private LilbeePaths paths;
-    private Path blindTable;
+    private Path blindProc;
+    private final ProcessTable processes = new ProcessTable();
     private final List<GateKeeper> keepers = new ArrayList<>();
 
     @BeforeEach
@@ -49,7 +56,7 @@ class GateKeeperTest {
         paths = new LilbeePaths(dir.resolve("root"), dir.resolve("root/data"), dir.resolve("root/data/lancedb"),
                 Optional.empty(), "test");
         Files.createDirectories(paths.dataDir());
-        blindTable = Files.writeString(dir.resolve("empty-locks"), "");
+        blindProc = Files.createDirectories(dir.resolve("empty-proc"));
     }
 
     @AfterEach
@@ -59,19 +66,34 @@ class GateKeeperTest {
 
     /** A keeper whose pod holds every process of this machine. */
     private GateKeeper keeper() {
-        return keeper(new ProcLocks());
+        return keeper(Path.of("/proc"));
     }
 
     /** A keeper alone in its pod: it sees no holder but itself. */
     private GateKeeper blindKeeper() {
-        return keeper(new ProcLocks(blindTable));
+        return keeper(blindProc);
     }
 
-    private GateKeeper keeper(ProcLocks table) {
-        GateKeeper keeper = new GateKeeper(new FileLocker(new NativePosix()), table, InstantSource.system(),
-                Duration.ofMillis(50), Duration.ofMillis(100));
-        keepers.add(keeper);
+    /** A keeper whose pod is {@code members} alone. */
+    private GateKeeper keeperBeside(Peer... members) throws Exception {
+        Path pod = Files.createTempDirectory(dir, "pod");
+        for (Peer member : members) {
+            Files.createSymbolicLink(pod.resolve(Long.toString(member.pid())), Path.of("/proc", Long.toString(member.pid())));
+        }
+        return keeper(pod);
+    }
+
+    private GateKeeper keeper(Path proc) {
+        GateKeeper keeper = unstarted(proc, new NativePosix());
         keeper.start(paths);
+        return keeper;
+    }
+
+    private GateKeeper unstarted(Path proc, dev.warden.lock.Posix posix) {
+        GateKeeper keeper = new GateKeeper(new FileLocker(posix), new ServerLockHolders(processes, proc), new ProcLocks(),
+                new LilbeeFence(new Signaller(posix, processes), Duration.ofSeconds(2), Duration.ofSeconds(2)),
+                InstantSource.system(), Duration.ofMillis(50), Duration.ofMillis(100), SETTLE);
+        keepers.add(keeper);
         return keeper;
     }
 
@@ -144,36 +166,189 @@ class GateKeeperTest {
         }
     }
 
-    /** A lilbee reset clears the data dir, gate file and server.lock included, while lilbee serves. */
-    @Test
-    void aDeletedGateFileIsRetakenWithoutEverLettingAStandbyInAndADeletedServerLockStillServes() throws Exception {
-        try (Peer lilbee = Peer.flockHolder(paths.serverLock())) {
-            GateKeeper elected = keeper();
-            Await.until("serving", () -> elected.snapshot().serving());
-            GateKeeper standby = blindKeeper();
-            Await.until("the standby waits on the gate", () -> standby.snapshot().gate() instanceof GateState.Standby);
-            AtomicBoolean twoElected = new AtomicBoolean();
-            AtomicBoolean sampling = new AtomicBoolean(true);
-            Thread sampler = Thread.ofPlatform().start(() -> {
+    /** Samples {@code check} in a tight loop until closed, and remembers whether it was ever true. */
+    private static final class Watch implements AutoCloseable {
+        private final AtomicBoolean seen = new AtomicBoolean();
+        private final AtomicBoolean sampling = new AtomicBoolean(true);
+        private final Thread sampler;
+
+        Watch(java.util.function.BooleanSupplier check) {
+            sampler = Thread.ofPlatform().start(() -> {
                 while (sampling.get()) {
-                    if (standby.snapshot().gate() instanceof GateState.Elected || standby.snapshot().started()) {
-                        twoElected.set(true);
+                    if (check.getAsBoolean()) {
+                        seen.set(true);
                     }
                     Thread.onSpinWait();
                 }
             });
-            Files.delete(paths.gateLock());
-            Files.delete(paths.serverLock());
-            Await.until("the new gate file is held", () -> Files.exists(paths.gateLock())
-                    && !KernelLocks.flockHolders(paths.gateLock()).isEmpty());
-            Thread.sleep(300);
+        }
+
+        boolean seen() throws InterruptedException {
+            close();
+            return seen.get();
+        }
+
+        @Override
+        public void close() throws InterruptedException {
             sampling.set(false);
             sampler.join();
-            assertFalse(twoElected.get(), "the standby was elected while the serving pod held the gate");
+        }
+    }
+
+    private static boolean electedOrStarted(GateKeeper keeper) {
+        return keeper.snapshot().gate() instanceof GateState.Elected || keeper.snapshot().started();
+    }
+
+    /**
+     * A lilbee reset clears the data dir, gate file and server.lock included, while lilbee serves: the
+     * elected warden takes the new gate file before letting the old go, stops its lilbee (which holds the
+     * deleted file) so that the kubelet restarts it onto the new one, and no standby is elected meanwhile.
+     */
+    @Test
+    void aResetKeepsTheGateInThePodAndStopsItsLilbeeOntoTheNewFile() throws Exception {
+        try (Peer lilbee = Peer.pythonLock(paths.serverLock(), "flock-exclusive")) {
+            GateKeeper elected = keeper();
+            Await.until("serving", () -> elected.snapshot().serving());
+            GateKeeper standby = blindKeeper();
+            Await.until("the standby waits on the gate", () -> standby.snapshot().gate() instanceof GateState.Standby);
+            try (Watch twoElected = new Watch(() -> electedOrStarted(standby))) {
+                Files.delete(paths.gateLock());
+                Files.delete(paths.serverLock());
+                assertTrue(lilbee.process().waitFor(10, TimeUnit.SECONDS), "the lilbee on the deleted file was stopped");
+                assertEquals(143, lilbee.process().exitValue(), "SIGTERM first");
+                Await.until("not serving on the deleted file", () -> !elected.snapshot().serving());
+                Await.until("the standby let in on the old gate file went back to waiting on the new one",
+                        () -> KernelLocks.blockedWaiters(paths.gateLock()) == 1);
+                assertFalse(twoElected.seen(), "the standby was elected while the serving pod held the gate");
+            }
             assertInstanceOf(GateState.Elected.class, elected.snapshot().gate());
-            ServerLockState.InPod inPod = assertInstanceOf(ServerLockState.InPod.class, elected.snapshot().server());
-            assertTrue(inPod.replacedFile(), "lilbee holds server.lock on the file the reset unlinked");
-            assertTrue(elected.snapshot().serving());
+            assertTrue(elected.snapshot().started(), "the kubelet may restart lilbee at once");
+            try (Peer restarted = Peer.pythonLock(paths.serverLock(), "flock-exclusive")) {
+                Await.until("serving from the new file", () -> elected.snapshot().serving());
+            }
+        }
+    }
+
+    /** A neighbour that may only read server.lock takes a POSIX read lock on it in a standby pod. */
+    @Test
+    void aPosixReadLockInAStandbyPodNeverMakesItStartedOrReady() throws Exception {
+        try (Peer lilbee = Peer.pythonLock(paths.serverLock(), "flock-exclusive")) {
+            GateKeeper elected = keeperBeside(lilbee);
+            Await.until("serving", () -> elected.snapshot().serving());
+            try (Peer decoy = Peer.pythonLock(paths.serverLock(), "posix-read", "lilbee", "serve")) {
+                GateKeeper standby = keeperBeside(decoy);
+                try (Watch fooled = new Watch(() -> electedOrStarted(standby) || standby.snapshot().serving())) {
+                    Await.until("the standby waits in the kernel", () -> KernelLocks.blockedWaiters(paths.gateLock()) == 1);
+                    Thread.sleep(500); // rounds of the standby's with the decoy's lock in its pod; nothing is awaited
+                    assertFalse(fooled.seen(), "a POSIX read lock made the standby started or ready");
+                }
+                assertInstanceOf(ServerLockState.NotInPod.class, standby.snapshot().server());
+                assertTrue(decoy.process().isAlive());
+            }
+        }
+    }
+
+    /** A warden restarted beside its serving lilbee while another holds the gate: standby, until it earns it. */
+    @Test
+    void aWardenBesideItsLilbeeIsNeverStartedOrReadyWithoutTheGate() throws Exception {
+        GateKeeper other = blindKeeper();
+        Await.until("the other pod is started", () -> other.snapshot().started());
+        try (Peer lilbee = Peer.pythonLock(paths.serverLock(), "flock-exclusive")) {
+            GateKeeper beside = keeperBeside(lilbee);
+            try (Watch fooled = new Watch(() -> electedOrStarted(beside) || beside.snapshot().serving())) {
+                Await.until("it finds its lilbee", () -> beside.snapshot().server() instanceof ServerLockState.InPod);
+                Await.until("and says why it is not ready", () -> beside.snapshot().note().orElse("")
+                        .contains("another warden holds the gate"));
+                assertFalse(fooled.seen(), "started or ready without the gate");
+            }
+            assertTrue(lilbee.process().isAlive(), "a lilbee on the file at the path is not fenced in file mode");
+            other.stop();
+            Await.until("started and serving once it holds the gate", () -> beside.snapshot().serving());
+        }
+    }
+
+    /**
+     * The serving pod's warden dies and a reset clears the data dir while no warden watches that pod: the
+     * standby, elected on a path the reset freed, waits the fence's time before its lilbee may start; the
+     * restarted warden, which knows nothing of the file its lilbee holds, finds it by the deleted lock's name
+     * and stops it meanwhile, and is never ready beside it.
+     */
+    @Test
+    void aResetThenTheServingWardenKilledNeverLetsTwoServe() throws Exception {
+        try (Peer lilbee = Peer.pythonLock(paths.serverLock(), "flock-exclusive")) {
+            GateKeeper first = keeperBeside(lilbee);
+            Await.until("serving", () -> first.snapshot().serving());
+            GateKeeper standby = blindKeeper();
+            Await.until("the standby waits", () -> standby.snapshot().gate() instanceof GateState.Standby);
+            try (Watch split = new Watch(() -> lilbee.process().isAlive() && standby.snapshot().started())) {
+                first.stop();
+                Files.delete(paths.gateLock());
+                Files.delete(paths.serverLock());
+                Await.until("the standby was elected on the path the reset freed",
+                        () -> standby.snapshot().gate() instanceof GateState.Elected);
+                GateKeeper restarted = keeperBeside(lilbee);
+                try (Watch readyBesideIt = new Watch(() -> restarted.snapshot().serving() && lilbee.process().isAlive())) {
+                    assertTrue(lilbee.process().waitFor(10, TimeUnit.SECONDS), "the lilbee on the deleted file was stopped");
+                    assertEquals(143, lilbee.process().exitValue(), "SIGTERM first");
+                    assertFalse(readyBesideIt.seen(), "ready while its lilbee held a deleted server.lock");
+                }
+                Await.until("exactly one pod started afterwards",
+                        () -> standby.snapshot().started() ^ restarted.snapshot().started());
+                assertFalse(split.seen(), "the standby started while the old lilbee still held the deleted lock");
+            }
+        }
+    }
+
+    /**
+     * A neighbour with write access deletes both files and flocks a new gate file before the serving warden's
+     * next round: the warden keeps the old gate file while its lilbee holds a lock, so the standby waiting on
+     * it is never let in, and stops its lilbee, which holds the deleted server.lock.
+     */
+    @Test
+    void aGateFileRacedByANeighbourIsKeptWhileThePodsLilbeeHoldsALock() throws Exception {
+        try (Peer lilbee = Peer.pythonLock(paths.serverLock(), "flock-exclusive")) {
+            GateKeeper elected = keeperBeside(lilbee);
+            Await.until("serving", () -> elected.snapshot().serving());
+            GateKeeper standby = blindKeeper();
+            Await.until("the standby waits", () -> KernelLocks.blockedWaiters(paths.gateLock()) == 1);
+            try (Watch twoElected = new Watch(() -> electedOrStarted(standby))) {
+                Files.delete(paths.gateLock());
+                Files.delete(paths.serverLock());
+                try (Peer neighbour = Peer.flockHolder(paths.gateLock())) {
+                    assertTrue(lilbee.process().waitFor(10, TimeUnit.SECONDS), "the lilbee on the deleted file was stopped");
+                    Await.until("the warden stands by once its lilbee is gone",
+                            () -> elected.snapshot().gate() instanceof GateState.Standby && !elected.snapshot().started());
+                    Await.until("both wardens wait on the neighbour's file",
+                            () -> KernelLocks.blockedWaiters(paths.gateLock()) == 2);
+                    assertFalse(twoElected.seen(), "the standby was elected on a gate file the neighbour holds");
+                }
+            }
+        }
+    }
+
+    /**
+     * A neighbour holds 300,000 locks on the node (the kernel charges their memory to it): the keeper's
+     * rounds never read the node's lock table, so they go on every poll interval and liveness stays UP.
+     * (It read the whole /proc/locks every round before: 36-64 s a round, liveness DOWN.)
+     */
+    @Test
+    void aNeighbourFloodingTheLockTableNeitherSlowsTheRoundsNorFailsLiveness() throws Exception {
+        try (Peer flood = Peer.lockFlood(dir.resolve("flood"), 300_000);
+                Peer lilbee = Peer.pythonLock(paths.serverLock(), "flock-exclusive")) {
+            GateKeeper keeper = keeper();
+            Await.until("serving", () -> keeper.snapshot().serving());
+            Duration longest = Duration.ZERO;
+            long end = System.nanoTime() + Duration.ofSeconds(3).toNanos();
+            while (System.nanoTime() < end) {
+                KeeperLoop.KeeperHealth health = keeper.health(Duration.ofSeconds(30));
+                assertTrue(health.alive(), health.detail());
+                longest = health.sinceLastRound().compareTo(longest) > 0 ? health.sinceLastRound() : longest;
+                Thread.sleep(10);
+            }
+            assertTrue(longest.compareTo(Duration.ofSeconds(2)) < 0, "a round took " + longest.toMillis() + " ms");
+            assertTrue(keeper.snapshot().serving());
+            lilbee.kill();
+            Await.until("the lilbee's exit is seen as ever", () -> !keeper.snapshot().serving());
         }
     }
 
@@ -214,12 +389,8 @@ class GateKeeperTest {
     }
 
     private GateKeeper leaseKeeper(Switch election, dev.warden.lock.Posix posix) {
-        GateKeeper keeper = new GateKeeper(new FileLocker(posix), new ProcLocks(), InstantSource.system(),
-                Duration.ofMillis(50), Duration.ofMillis(100));
-        keepers.add(keeper);
-        dev.warden.engine.ProcessTable processes = new dev.warden.engine.ProcessTable();
-        keeper.start(paths, election, new LilbeeFence(new dev.warden.engine.Signaller(new NativePosix(), processes), processes,
-                Duration.ofSeconds(2), Duration.ofSeconds(2)));
+        GateKeeper keeper = unstarted(Path.of("/proc"), posix);
+        keeper.start(paths, election);
         return keeper;
     }
 
@@ -266,16 +437,45 @@ class GateKeeperTest {
         Await.until("started again with the Lease back", () -> keeper.snapshot().started());
     }
 
+    /** Step-down: a decoy's lock listed first (and named lilbee serve) is no holder; the real one is fenced. */
     @Test
-    void aServerLockHolderThatIsNotLilbeeServeIsNeverSignalled() throws Exception {
+    void aSteppedDownWardenFencesEveryRealHolderAndNoDecoy() throws Exception {
         Switch election = new Switch();
-        try (Peer stranger = Peer.flockHolder(paths.serverLock())) {
-            GateKeeper keeper = leaseKeeper(election, new NativePosix());
-            // A published round without the Lease and with the holder in the pod has asked the fence (synchronously).
-            Await.until("a round outside the Lease with the holder seen", () -> keeper.snapshot().server()
-                    instanceof ServerLockState.InPod && keeper.snapshot().note().orElse("").contains("waiting for the Lease"));
-            assertTrue(stranger.process().isAlive(), "flock(1) holds server.lock but is not lilbee serve");
-            assertFalse(keeper.snapshot().serving());
+        election.leading.set(true);
+        GateKeeper keeper = leaseKeeper(election, new NativePosix());
+        Await.until("started with the Lease", () -> keeper.snapshot().started());
+        Files.writeString(paths.serverLock(), "");
+        try (Peer decoy = Peer.pythonLock(paths.serverLock(), "posix-read", "/opt/lilbee/bin/lilbee", "serve");
+                Peer lilbee = Peer.pythonLock(paths.serverLock(), "flock-exclusive");
+                Peer shared = Peer.flockHolder(dir.resolve("unrelated.lock"))) {
+            Await.until("serving", () -> keeper.snapshot().serving());
+            election.leading.set(false);
+            assertTrue(lilbee.process().waitFor(10, TimeUnit.SECONDS), "the real holder was fenced");
+            assertEquals(143, lilbee.process().exitValue());
+            Await.until("nothing left to fence", () -> keeper.snapshot().server() instanceof ServerLockState.NotInPod);
+            assertTrue(decoy.process().isAlive(), "a POSIX lock proves nothing: never signalled");
+            assertTrue(shared.process().isAlive());
+            assertTrue(keeper.health(Duration.ofSeconds(30)).alive());
+        }
+    }
+
+    /** A holder the fence may not signal turns liveness DOWN, naming it, until it is gone. */
+    @Test
+    void aHolderThatCannotBeFencedFailsLivenessNamingIt() throws Exception {
+        dev.warden.lock.Posix refusing = new dev.warden.testing.DelegatingPosix(new NativePosix()) {
+            @Override
+            public boolean pidfdSignal(int pidfd, int signal, boolean group) throws ErrnoException {
+                throw new ErrnoException("pidfd_send_signal", dev.warden.lock.Errno.EPERM, "Operation not permitted");
+            }
+        };
+        Switch election = new Switch();
+        try (Peer lilbee = Peer.pythonLock(paths.serverLock(), "flock-exclusive")) {
+            GateKeeper keeper = leaseKeeper(election, refusing);
+            Await.until("liveness DOWN", () -> !keeper.health(Duration.ofSeconds(30)).alive());
+            String detail = keeper.health(Duration.ofSeconds(30)).detail();
+            assertTrue(detail.contains("pid " + lilbee.pid()) && detail.contains("not permitted"), detail);
+            lilbee.kill();
+            Await.until("alive once it is gone", () -> keeper.health(Duration.ofSeconds(30)).alive());
         }
     }
 

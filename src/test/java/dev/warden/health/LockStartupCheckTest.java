@@ -5,7 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
+import dev.warden.engine.ProcessTable;
+import dev.warden.engine.Signaller;
 import dev.warden.gate.GateKeeper;
+import dev.warden.gate.LilbeeFence;
+import dev.warden.gate.ServerLockHolders;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.ScopeOwnerFile;
 import dev.warden.lock.FileLocker;
@@ -33,8 +37,10 @@ class LockStartupCheckTest {
             new ScopeOwnerFile(new ObjectMapper()), InstantSource.system(), Duration.ofMillis(50), Duration.ofMillis(100));
 
     /** Not started: hold mode answers. */
-    private final GateKeeper gate = new GateKeeper(new FileLocker(new NativePosix()), new ProcLocks(), InstantSource.system(),
-            Duration.ofMillis(50), Duration.ofMillis(100));
+    private final GateKeeper gate = new GateKeeper(new FileLocker(new NativePosix()),
+            new ServerLockHolders(new ProcessTable()), new ProcLocks(), new LilbeeFence(new Signaller(new NativePosix(),
+                    new ProcessTable()), Duration.ofSeconds(2), Duration.ofSeconds(2)), InstantSource.system(),
+            Duration.ofMillis(50), Duration.ofMillis(100), Duration.ofSeconds(4));
 
     @AfterEach
     void stop() {

@@ -26,8 +26,9 @@ import org.junit.jupiter.api.io.TempDir;
  * Gate mode against the real {@code lilbee serve} 0.6.90b449: pods on one data root, each in a PID
  * namespace of its own with a test kubelet as its PID 1 that starts lilbee only once the pod's warden
  * reports started. At no sample do two lilbees serve, no lilbee ever exits 3, a killed serving pod is
- * replaced by another pod's lilbee, a lilbee crash keeps the gate in its pod, and a warden restarted
- * while its lilbee serves neither lets a second lilbee start nor leaves its pod unready.
+ * replaced by another pod's lilbee, a lilbee crash keeps the gate in its pod, a warden restarted
+ * while its lilbee serves neither lets a second lilbee start nor leaves its pod unready, and a real
+ * reset heals the serving pod, its warden killed or not.
  */
 class GateInteropIT {
 
@@ -148,17 +149,20 @@ class GateInteropIT {
     /**
      * The real {@code lilbee reset} clears the data dir while the elected pod's lilbee serves, the gate
      * file and server.lock included: the elected warden holds a new gate file (taken before the old one is
-     * let go), the standby stays a standby, and the serving pod stays ready on the lock lilbee still holds.
+     * let go), stops its lilbee, which holds the deleted server.lock, and the kubelet's restart serves from
+     * the new one; the standby stays a standby throughout.
      */
     @Test
-    void aRealLilbeeResetDeletesTheGateFileAndNoStandbySlipsIn() throws Exception {
-        List<GatePod> both = List.of(pod("serving", GatePod.Kubelet.KUBERNETES), pod("waiting", GatePod.Kubelet.KUBERNETES));
+    void aRealLilbeeResetHealsTheServingPodAndNoStandbySlipsIn() throws Exception {
+        GatePod.Kubelet quick = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
+        List<GatePod> both = List.of(pod("serving", quick), pod("waiting", quick));
         GatePod serving = awaitTheOneServing(both);
         GatePod standby = other(both, serving);
         Await.until("the standby stands by", () -> standby.status()
                 .map(s -> s.at("/gate/state").asText()).filter("standby"::equals).isPresent());
         Path gateLock = dir.resolve("root/data/warden-gate.lock");
         long before = (Long) Files.getAttribute(gateLock, "unix:ino");
+        long oldLilbee = serving.lilbee().orElseThrow().pid();
         dev.warden.testing.WardenProcess.Result reset = LilbeeServe.run(dir, env, "reset", "--yes");
         assertEquals(0, reset.exitCode(), reset.stdout());
         Await.until("the elected warden holds a new gate file", () -> {
@@ -169,12 +173,34 @@ class GateInteropIT {
                 return false;
             }
         });
-        JsonNode status = serving.status().orElseThrow();
-        assertTrue(status.at("/gate/server_lock/file_replaced").asBoolean(), status.toString());
-        assertEquals(200, serving.probe("ready"), "lilbee still serves on the lock it holds\n" + logs());
+        Await.until("the lilbee on the deleted server.lock was stopped and restarted onto the new one", LILBEE,
+                () -> serving.lilbee().filter(l -> l.pid() != oldLilbee).isPresent() && serving.probe("ready") == 200);
+        assertEquals(1, serving.events("lilbee", "exit").size(), "the old lilbee was stopped once\n" + logs());
         assertEquals("standby", standby.status().orElseThrow().at("/gate/state").asText());
         assertEquals(503, standby.probe("started"));
         assertEquals(List.of(), standby.events("lilbee", "start"), "the standby's lilbee never started\n" + logs());
+        assertOneServerAndNoRefusal();
+    }
+
+    /**
+     * A real {@code lilbee reset} under the serving pod, then its warden SIGKILLed while it heals: at every
+     * sample at most one lilbee serves, and afterwards exactly one pod serves.
+     */
+    @Test
+    void aRealResetThenTheServingWardenKilledLeavesExactlyOneLilbee() throws Exception {
+        GatePod.Kubelet quick = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
+        List<GatePod> both = List.of(pod("first", quick), pod("second", quick));
+        GatePod serving = awaitTheOneServing(both);
+        GatePod standby = other(both, serving);
+        Await.until("the standby stands by", () -> standby.status()
+                .map(s -> s.at("/gate/state").asText()).filter("standby"::equals).isPresent());
+        dev.warden.testing.WardenProcess.Result reset = LilbeeServe.run(dir, env, "reset", "--yes");
+        assertEquals(0, reset.exitCode(), reset.stdout());
+        ProcessHandle warden = serving.warden().orElseThrow();
+        warden.destroyForcibly();
+        Await.until("the serving pod's warden is gone", () -> !warden.isAlive());
+        awaitTheOneServing(both);
+        Await.until("a lilbee serves again", LILBEE, () -> both.stream().filter(GatePod::lilbeeListens).count() == 1);
         assertOneServerAndNoRefusal();
     }
 

@@ -378,6 +378,38 @@ class ReaperTest {
         assertFalse(Files.exists(record), "the record names an engine that is gone");
     }
 
+    /**
+     * A neighbour copies the slot's record into the legacy dir, where no user is: the legacy dir's idle rule
+     * must not stop an engine the slot's live user holds. Once no dir has a user, it is stopped.
+     */
+    @Test
+    void aForgedRecordInAnotherDirBesideALiveUserNeverStopsTheEngine() throws Exception {
+        FakeEngine engine = recordedEngine();
+        Peer user = user("0123456789abcdef");
+        EngineDir legacy = new EngineDir(Files.createDirectories(root.resolve("legacy")));
+        Files.copy(recordFile(), legacy.root().resolve(recordFile().getFileName()));
+        Reaper legacyReaper = SystemReaper.of(legacy, new EngineUsers(locker), SystemReaper.client(), TERM, clock, IDLE_TTL,
+                Optional.empty(), List.of(dir));
+        PassOutcome outcome = legacyReaper.pass();
+        assertEquals(PassOutcome.Action.NOTHING_TO_DO, outcome.action(), outcome.detail());
+        assertTrue(engine.alive(), "the slot's user holds it");
+        assertEquals(1, legacy.recordFiles().size(), "the forged record is left in place");
+        user.kill();
+        assertEquals(PassOutcome.Action.STOPPED, legacyReaper.pass().action(), "no dir has a user any more");
+        assertFalse(engine.alive());
+    }
+
+    /** A record owned by another UID than the engine's: warden would signal on behalf of one who could not. */
+    @Test
+    void aRecordOwnedByAnotherUserThanTheEngineIsNeverSignalled() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue("0".equals(FileLocker.currentUid()), "chown needs root, as CI has");
+        FakeEngine engine = recordedEngine();
+        Files.setAttribute(recordFile(), "unix:uid", 4242);
+        PassOutcome outcome = reaper().pass();
+        assertTrue(engine.alive(), "never signalled: " + outcome.detail());
+        assertTrue(outcome.detail().contains("owned by UID 4242"), outcome.detail());
+    }
+
     @Test
     void aRecordWhoseStartTimeDoesNotMatchIsNeverSignalled() throws Exception {
         FakeEngine engine = engine("--port", "0");

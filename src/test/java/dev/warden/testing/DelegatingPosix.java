@@ -67,6 +67,16 @@ public class DelegatingPosix implements Posix {
     }
 
     @Override
+    public int pidfdOpen(long pid) throws ErrnoException {
+        return real.pidfdOpen(pid);
+    }
+
+    @Override
+    public boolean pidfdSignal(int pidfd, int signal, boolean group) throws ErrnoException {
+        return real.pidfdSignal(pidfd, signal, group);
+    }
+
+    @Override
     public int umask(int mask) {
         return real.umask(mask);
     }

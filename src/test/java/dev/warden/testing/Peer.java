@@ -4,6 +4,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -38,6 +39,65 @@ public final class Peer implements AutoCloseable {
         Peer peer = new Peer(command);
         try {
             peer.awaitLine("locked", Duration.ofSeconds(10));
+        } catch (AssertionError e) {
+            peer.process.destroyForcibly();
+            throw e;
+        }
+        return peer;
+    }
+
+    /**
+     * Python holding a lock of {@code kind} on the file, opened read-only as a neighbour that may only read
+     * it would ({@code flock-exclusive} opens it for writing, created, as filelock does): {@code posix-read} (fcntl F_SETLK, as
+     * {@code lockf}), {@code ofd-read} (F_OFD_SETLK), {@code flock-shared} or {@code flock-exclusive}. Prints
+     * "locked" once it holds; {@code moreArgv} only shows on its command line (a decoy's name).
+     */
+    public static Peer pythonLock(Path lockFile, String kind, String... moreArgv) throws IOException {
+        assumePython();
+        String script = String.join("\n",
+                "import fcntl, os, struct, sys",
+                "p, kind = sys.argv[1], sys.argv[2]",
+                "fd = os.open(p, (os.O_RDWR | os.O_CREAT if kind == 'flock-exclusive' else os.O_RDONLY) | os.O_NOFOLLOW, 0o666)",
+                "if kind == 'posix-read': fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)",
+                "elif kind == 'ofd-read': fcntl.fcntl(fd, 37, struct.pack('hhqqi4x', fcntl.F_RDLCK, 0, 0, 0, 0))",
+                "elif kind == 'flock-shared': fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)",
+                "elif kind == 'flock-exclusive': fcntl.flock(fd, fcntl.LOCK_EX)",
+                "else: sys.exit('unknown lock kind ' + kind)",
+                "print('locked', flush=True)",
+                "sys.stdin.read()");
+        List<String> command = new ArrayList<>(List.of("python3", "-c", script, lockFile.toString(), kind));
+        command.addAll(List.of(moreArgv));
+        Peer peer = new Peer(command);
+        try {
+            peer.awaitLine("locked", Duration.ofSeconds(10));
+        } catch (AssertionError e) {
+            peer.process.destroyForcibly();
+            throw e;
+        }
+        return peer;
+    }
+
+    /**
+     * A neighbour flooding the kernel's lock table: Python holding {@code count} POSIX locks on files of its
+     * own in {@code dir} (500 a file, every other byte so none merge: the kernel scans a file's locks at each
+     * new one), each a line of {@code /proc/locks}. Prints "locked".
+     */
+    public static Peer lockFlood(Path dir, int count) throws IOException {
+        assumePython();
+        Files.createDirectories(dir);
+        String script = String.join("\n",
+                "import fcntl, os, resource, sys",
+                "d, n, per = sys.argv[1], int(sys.argv[2]), 500",
+                "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)",
+                "resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))",
+                "for f in range((n + per - 1) // per):",
+                "    fd = os.open(os.path.join(d, str(f)), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)",
+                "    for i in range(min(per, n - f * per)): fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 2 * i)",
+                "print('locked', flush=True)",
+                "sys.stdin.read()");
+        Peer peer = new Peer(List.of("python3", "-c", script, dir.toString(), Integer.toString(count)));
+        try {
+            peer.awaitLine("locked", Duration.ofSeconds(120));
         } catch (AssertionError e) {
             peer.process.destroyForcibly();
             throw e;

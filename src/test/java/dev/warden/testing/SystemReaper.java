@@ -39,8 +39,14 @@ public final class SystemReaper {
 
     public static Reaper of(EngineDir dir, EngineUsers users, EngineClient client, Duration term, InstantSource clock,
             Duration idleTtl, Optional<URI> external) {
+        return of(dir, users, client, term, clock, idleTtl, external, java.util.List.of());
+    }
+
+    /** With {@code others}, the data root's other engine dirs, as warden's reaper has them. */
+    public static Reaper of(EngineDir dir, EngineUsers users, EngineClient client, Duration term, InstantSource clock,
+            Duration idleTtl, Optional<URI> external, java.util.List<EngineDir> others) {
         return new Reaper(dir, users, new FileLocker(new NativePosix()), new EngineRecords(new ObjectMapper()), stopper(term),
-                new EngineIdentity(new ProcessTable()), client, clock, idleTtl, external);
+                new EngineIdentity(new ProcessTable()), client, clock, idleTtl, external, others);
     }
 
     /** warden's engine stopper with a SIGTERM grace of {@code term}. */
