@@ -85,6 +85,17 @@ class GateInteropIT {
         return serving[0];
     }
 
+    /** Two pods with a quick kubelet (1 s back-off): the one serving, then the other once it stands by. */
+    private List<GatePod> servingAndStandby(String first, String second) throws Exception {
+        GatePod.Kubelet quick = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
+        List<GatePod> both = List.of(pod(first, quick), pod(second, quick));
+        GatePod serving = awaitTheOneServing(both);
+        GatePod standby = other(both, serving);
+        Await.until("the standby stands by", () -> standby.status()
+                .map(s -> s.at("/gate/state").asText()).filter("standby"::equals).isPresent());
+        return List.of(serving, standby);
+    }
+
     /** Of two pods, the one that is not {@code pod}. */
     private static GatePod other(List<GatePod> two, GatePod pod) {
         return two.get(0) == pod ? two.get(1) : two.get(0);
@@ -154,12 +165,9 @@ class GateInteropIT {
      */
     @Test
     void aRealLilbeeResetHealsTheServingPodAndNoStandbySlipsIn() throws Exception {
-        GatePod.Kubelet quick = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
-        List<GatePod> both = List.of(pod("serving", quick), pod("waiting", quick));
-        GatePod serving = awaitTheOneServing(both);
-        GatePod standby = other(both, serving);
-        Await.until("the standby stands by", () -> standby.status()
-                .map(s -> s.at("/gate/state").asText()).filter("standby"::equals).isPresent());
+        List<GatePod> both = servingAndStandby("serving", "waiting");
+        GatePod serving = both.get(0);
+        GatePod standby = both.get(1);
         Path gateLock = dir.resolve("root/data/warden-gate.lock");
         long before = (Long) Files.getAttribute(gateLock, "unix:ino");
         long oldLilbee = serving.lilbee().orElseThrow().pid();
@@ -188,12 +196,8 @@ class GateInteropIT {
      */
     @Test
     void aRealResetThenTheServingWardenKilledLeavesExactlyOneLilbee() throws Exception {
-        GatePod.Kubelet quick = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
-        List<GatePod> both = List.of(pod("first", quick), pod("second", quick));
-        GatePod serving = awaitTheOneServing(both);
-        GatePod standby = other(both, serving);
-        Await.until("the standby stands by", () -> standby.status()
-                .map(s -> s.at("/gate/state").asText()).filter("standby"::equals).isPresent());
+        List<GatePod> both = servingAndStandby("first", "second");
+        GatePod serving = both.get(0);
         dev.warden.testing.WardenProcess.Result reset = LilbeeServe.run(dir, env, "reset", "--yes");
         assertEquals(0, reset.exitCode(), reset.stdout());
         ProcessHandle warden = serving.warden().orElseThrow();

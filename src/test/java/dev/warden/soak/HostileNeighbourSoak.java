@@ -524,7 +524,8 @@ class HostileNeighbourSoak {
             Seen engine = asWarden(true, "llama-swap").getFirst();
             Path record = Files.writeString(volume.resolve("engine/llama-swap.state.used." + engine.pid() + ".json"),
                     record(engine.pid(), engine.pid(), engine.createdAt(), FakeEngine.freePort()));
-            own(record, NEIGHBOUR, NEIGHBOUR);
+            // lilbee writes the record as the user its engine runs as; the user lock is the other UID's
+            own(record, WARDEN, WARDEN);
             awaitPasses(warden, 5);
             assertTrue(ProcessHandle.of(engine.pid()).map(ProcessHandle::isAlive).orElse(false), "a live user's engine was stopped:\n" + warden.log());
             user.destroyForcibly().waitFor();

@@ -36,21 +36,14 @@ public final class Peer implements AutoCloseable {
             command.addAll(List.of("flock", "--no-fork", next.toString()));
         }
         command.addAll(List.of("sh", "-c", "echo locked; exec sleep 600"));
-        Peer peer = new Peer(command);
-        try {
-            peer.awaitLine("locked", Duration.ofSeconds(10));
-        } catch (AssertionError e) {
-            peer.process.destroyForcibly();
-            throw e;
-        }
-        return peer;
+        return locked(command, Duration.ofSeconds(10));
     }
 
     /**
-     * Python holding a lock of {@code kind} on the file, opened read-only as a neighbour that may only read
-     * it would ({@code flock-exclusive} opens it for writing, created, as filelock does): {@code posix-read} (fcntl F_SETLK, as
-     * {@code lockf}), {@code ofd-read} (F_OFD_SETLK), {@code flock-shared} or {@code flock-exclusive}. Prints
-     * "locked" once it holds; {@code moreArgv} only shows on its command line (a decoy's name).
+     * Python holding a lock of {@code kind} on the file, opened read-only as a neighbour that may only read it
+     * would: {@code posix-read} (fcntl F_SETLK, as {@code lockf}), {@code ofd-read} (F_OFD_SETLK),
+     * {@code flock-shared}, or {@code flock-exclusive} (opened for writing and created, as filelock does).
+     * Prints "locked" once it holds; {@code moreArgv} only shows on its command line (a decoy's name).
      */
     public static Peer pythonLock(Path lockFile, String kind, String... moreArgv) throws IOException {
         assumePython();
@@ -67,14 +60,7 @@ public final class Peer implements AutoCloseable {
                 "sys.stdin.read()");
         List<String> command = new ArrayList<>(List.of("python3", "-c", script, lockFile.toString(), kind));
         command.addAll(List.of(moreArgv));
-        Peer peer = new Peer(command);
-        try {
-            peer.awaitLine("locked", Duration.ofSeconds(10));
-        } catch (AssertionError e) {
-            peer.process.destroyForcibly();
-            throw e;
-        }
-        return peer;
+        return locked(command, Duration.ofSeconds(10));
     }
 
     /**
@@ -95,9 +81,14 @@ public final class Peer implements AutoCloseable {
                 "    for i in range(min(per, n - f * per)): fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 2 * i)",
                 "print('locked', flush=True)",
                 "sys.stdin.read()");
-        Peer peer = new Peer(List.of("python3", "-c", script, dir.toString(), Integer.toString(count)));
+        return locked(List.of("python3", "-c", script, dir.toString(), Integer.toString(count)), Duration.ofSeconds(120));
+    }
+
+    /** Starts {@code command} and waits until it prints "locked"; one that does not is killed. */
+    private static Peer locked(List<String> command, Duration patience) throws IOException {
+        Peer peer = new Peer(command);
         try {
-            peer.awaitLine("locked", Duration.ofSeconds(120));
+            peer.awaitLine("locked", patience);
         } catch (AssertionError e) {
             peer.process.destroyForcibly();
             throw e;
