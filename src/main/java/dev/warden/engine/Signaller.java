@@ -27,12 +27,10 @@ public final class Signaller {
     private final Posix posix;
     private final ProcessTable processes;
     private final long self = ProcessHandle.current().pid();
-    private final long ownGroup;
 
     public Signaller(Posix posix, ProcessTable processes) {
         this.posix = posix;
         this.processes = processes;
-        this.ownGroup = processes.ownGroup();
     }
 
     /**
@@ -97,7 +95,8 @@ public final class Signaller {
         if (id <= 1 || id == self) {
             return false;
         }
-        return target > 0 || id != ownGroup;
+        // warden's group looked up at the signal, not at start: gate mode builds a Signaller it may never use.
+        return target > 0 || id != processes.ownGroup();
     }
 
     /**

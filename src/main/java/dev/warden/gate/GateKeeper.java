@@ -36,6 +36,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
 
 /**
@@ -117,22 +118,25 @@ public class GateKeeper {
      * The gate file is told by its change time too, as a file made anew may get the deleted one's inode; not
      * server.lock, whose change time every filelock open moves.
      */
-    private GateFileMark gateSeenWaiting;
+    private LockFileMark gateSeenWaiting;
     private FileId serverSeenWaiting;
     private boolean replacedWhileWaiting;
     private Instant settleUntil;
 
-    /** A gate file as {@code stat} tells it apart: inode and change time (wardens never write to it). */
-    private record GateFileMark(FileId id, FileTime changed) {
-        static GateFileMark at(Path path) {
+    /**
+     * A lock file as one {@code stat} (a link not followed) tells it apart: inode and change time. The
+     * change time tells a gate file apart (wardens never write to it), not server.lock (see above).
+     */
+    private record LockFileMark(FileId id, FileTime changed) {
+        static LockFileMark at(Path path) {
             try {
                 Map<String, Object> attributes = Files.readAttributes(path, "unix:dev,ino,ctime,mode",
                         LinkOption.NOFOLLOW_LINKS);
-                // a regular file only: a directory (a misconfiguration) is no gate file to remember
+                // a regular file only: a directory (a misconfiguration) is no lock file to remember
                 if (((Integer) attributes.get("mode") & 0170000) != 0100000) {
                     return null;
                 }
-                return new GateFileMark(new FileId((Long) attributes.get("dev"), (Long) attributes.get("ino")),
+                return new LockFileMark(new FileId((Long) attributes.get("dev"), (Long) attributes.get("ino")),
                         (FileTime) attributes.get("ctime"));
             } catch (IOException | UnsupportedOperationException e) {
                 return null;
@@ -315,9 +319,7 @@ public class GateKeeper {
         lookedAtAll = look.complete();
         podHolders = look.holders();
         staleHolders = podHolders.stream().filter(h -> !atPath.equals(Optional.of(h.file()))).toList();
-        Set<FileId> held = new HashSet<>();
-        podHolders.forEach(h -> held.add(h.file()));
-        servedFiles = Set.copyOf(held);
+        servedFiles = podHolders.stream().map(ServerLockHolders.Holder::file).collect(Collectors.toUnmodifiableSet());
         if (podHolders.isEmpty()) {
             if (server instanceof ServerLockState.InPod gone) {
                 LOG.infof("This pod's lilbee (pid %d) no longer holds %s: not ready", gone.pid(), paths.serverLock());
@@ -349,9 +351,6 @@ public class GateKeeper {
         if (leaseAlone) {
             return;
         }
-        if (gate == null) {
-            rememberWhileWaiting();
-        }
         if (gate != null) {
             if (!gate.stillAtPath()) {
                 retake(now);
@@ -362,6 +361,7 @@ public class GateKeeper {
             }
             return;
         }
+        rememberWhileWaiting();
         if (releaseWait != null && !releaseWait.isDone()
                 && server instanceof ServerLockState.InPod inPod && !inPod.replacedFile()) {
             // The holder proved to be this pod's own lilbee (it took the lock just as this warden looked): the
@@ -500,7 +500,7 @@ public class GateKeeper {
 
     /** Each round without the gate: what the files are, and whether one changed since first seen. */
     private void rememberWhileWaiting() {
-        GateFileMark gateNow = GateFileMark.at(paths.gateLock());
+        LockFileMark gateNow = LockFileMark.at(paths.gateLock());
         FileId serverNow = lockFileAt(paths.serverLock());
         replacedWhileWaiting |= gateSeenWaiting != null && !gateSeenWaiting.equals(gateNow)
                 || serverSeenWaiting != null && !serverSeenWaiting.equals(serverNow);
@@ -513,7 +513,8 @@ public class GateKeeper {
     }
 
     private static FileId lockFileAt(Path path) {
-        return Files.isRegularFile(path, LinkOption.NOFOLLOW_LINKS) ? ProcLocks.idOf(path).orElse(null) : null;
+        LockFileMark mark = LockFileMark.at(path);
+        return mark == null ? null : mark.id();
     }
 
     /**

@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -41,10 +42,10 @@ public final class ServerLockHolders {
      * How often a pass over the pod's processes starts at most: a process that takes the lock is proven
      * within this (the probes ask every few seconds), and the proven are checked at every look.
      */
-    static final Duration PASS_INTERVAL = Duration.ofMillis(250);
+    private static final Duration PASS_INTERVAL = Duration.ofMillis(250);
     /** The descriptors stat'ed in one look at most, and in one process at most (lilbee has a few hundred). */
-    static final int STATS_PER_LOOK = 4096;
-    static final int STATS_PER_PROCESS = 4096;
+    private static final int STATS_PER_LOOK = 4096;
+    private static final int STATS_PER_PROCESS = 4096;
     /** The processes one pass lists at most: the kernel's default pid_max. */
     private static final int PIDS_PER_PASS = 32_768;
     /** fdinfo is a few lines; lock lines beyond this are a neighbour's POSIX ranges, and flock's come first. */
@@ -148,8 +149,7 @@ public final class ServerLockHolders {
         }
         Path fds = proc.resolve(Long.toString(pid)).resolve("fd");
         int stats = 0;
-        List<Integer> fdsHeld = new ArrayList<>();
-        List<FileId> filesHeld = new ArrayList<>();
+        Map<Integer, FileId> held = new LinkedHashMap<>();
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(fds)) {
             for (Path entry : entries) {
                 if (++stats > STATS_PER_PROCESS) {
@@ -161,21 +161,16 @@ public final class ServerLockHolders {
                 } catch (NumberFormatException e) {
                     continue;
                 }
-                heldThrough(pid, fd, files, lockName, device).ifPresent(file -> {
-                    fdsHeld.add(fd);
-                    filesHeld.add(file);
-                });
+                heldThrough(pid, fd, files, lockName, device).ifPresent(file -> held.put(fd, file));
             }
         } catch (IOException | RuntimeException e) {
             // gone, or not ours to look into (another UID, not dumpable): not provably this pod's lilbee
             return Math.max(stats, 1);
         }
-        if (!fdsHeld.isEmpty()) {
+        if (!held.isEmpty()) {
             // A pid reused while its descriptors were read would lend a stranger the old process's proof.
-            Optional<ProcessInfo> process = processes.info(pid).filter(p -> p.startTicks() == before.getAsLong());
-            for (int i = 0; i < fdsHeld.size() && process.isPresent(); i++) {
-                holders.add(new Holder(process.get(), fdsHeld.get(i), filesHeld.get(i)));
-            }
+            processes.info(pid).filter(p -> p.startTicks() == before.getAsLong())
+                    .ifPresent(process -> held.forEach((fd, file) -> holders.add(new Holder(process, fd, file))));
         }
         return Math.max(stats, 1);
     }

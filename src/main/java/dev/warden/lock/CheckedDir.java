@@ -157,27 +157,21 @@ public final class CheckedDir implements AutoCloseable {
      *
      * @throws FileSystemException when {@code name} is not a regular file (a link, a FIFO, a directory)
      */
-    /** A file's first bytes and its owner, both from the one descriptor that was read. */
+    public byte[] read(String name, int cap) throws IOException {
+        return readOwned(name, cap).bytes();
+    }
+
+    /** A file's first bytes and the UID that owns it, both from the one descriptor that was read. */
     public record Owned(byte[] bytes, int uid) {
     }
 
-    /** As {@link #read}, with the UID that owns the file read. */
+    /** As {@link #read}, with the owner the open's own check saw. */
     public Owned readOwned(String name, int cap) throws IOException {
-        int file = open(name, Posix.Open.READ);
+        Opened file = opened(name, Posix.Open.READ);
         try {
-            int uid = posix.fstat(file).uid();
-            return new Owned(posix.read(file, cap + 1), uid);
+            return new Owned(posix.read(file.fd(), cap + 1), file.stat().uid());
         } finally {
-            posix.close(file);
-        }
-    }
-
-    public byte[] read(String name, int cap) throws IOException {
-        int file = open(name, Posix.Open.READ);
-        try {
-            return posix.read(file, cap + 1);
-        } finally {
-            posix.close(file);
+            posix.close(file.fd());
         }
     }
 
@@ -187,13 +181,21 @@ public final class CheckedDir implements AutoCloseable {
      * @throws FileSystemException when it is not a regular file
      */
     public int open(String name, Posix.Open how) throws IOException {
+        return opened(name, how).fd();
+    }
+
+    /** An open regular file and what {@code fstat} said of it when its type was checked. */
+    private record Opened(int fd, FileStat stat) {
+    }
+
+    private Opened opened(String name, Posix.Open how) throws IOException {
         int file = posix.openAt(fd, checked(name), how);
         try {
             FileStat stat = posix.fstat(file);
             if (!stat.isRegularFile()) {
                 throw new FileSystemException(path.resolve(name).toString(), null, "is " + stat.type() + ", not a regular file");
             }
-            return file;
+            return new Opened(file, stat);
         } catch (IOException | RuntimeException e) {
             posix.close(file);
             throw e;

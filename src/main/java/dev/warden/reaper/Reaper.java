@@ -15,8 +15,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.jboss.logging.Logger;
 
 /**
@@ -45,7 +50,7 @@ public final class Reaper {
     /** The data root's other engine dirs: an engine recorded there and used by their users is theirs to stop. */
     private final List<EngineDir> others;
     /** Records refused because another dir's users hold their engine, each logged once. */
-    private final java.util.Set<Path> refusalsLogged = new java.util.HashSet<>();
+    private final Set<Path> refusalsLogged = new HashSet<>();
 
     /** When the last user left a kept-warm engine, and whether its weights were unloaded since. */
     private Instant idleSince;
@@ -162,20 +167,28 @@ public final class Reaper {
     /**
      * The records whose engine no other dir both records and has live users for. lilbee records an engine
      * in one dir; a second record of it elsewhere is a neighbour's, which must not make this dir's idle
-     * rule stop an engine its own users hold.
+     * rule stop an engine its own users hold. Each other dir is read once a pass, and its users are looked
+     * at (never cleaned up: that is its own reaper's work) only when it records one of these engines.
      */
     private List<EngineRecord> notUsedElsewhere(List<EngineRecord> recorded) {
-        List<EngineRecord> stoppable = new java.util.ArrayList<>();
+        Map<Long, EngineDir> usedElsewhere = new HashMap<>();
+        for (EngineDir other : others) {
+            List<Long> shared = records.scan(other).records().stream().map(EngineRecord::pid)
+                    .filter(pid -> recorded.stream().anyMatch(r -> r.pid() == pid)).toList();
+            if (!shared.isEmpty() && !users.liveIds(other).isEmpty()) {
+                shared.forEach(pid -> usedElsewhere.putIfAbsent(pid, other));
+            }
+        }
+        List<EngineRecord> stoppable = new ArrayList<>();
         for (EngineRecord record : recorded) {
-            Optional<EngineDir> owner = others.stream().filter(other -> records.scan(other).records().stream()
-                    .anyMatch(r -> r.pid() == record.pid()) && users.anyLive(other)).findFirst();
-            if (owner.isEmpty()) {
+            EngineDir owner = usedElsewhere.get(record.pid());
+            if (owner == null) {
                 stoppable.add(record);
                 refusalsLogged.remove(record.file());
             } else if (refusalsLogged.add(record.file())) {
                 LOG.warnf("Not stopping llama-swap pid %d for %s: it is also recorded in %s, whose users are live (a"
                         + " record here naming another dir's engine is not lilbee's); the record is left in place",
-                        record.pid(), record.file(), owner.get().root());
+                        record.pid(), record.file(), owner.root());
             }
         }
         return stoppable;
@@ -235,7 +248,7 @@ public final class Reaper {
     }
 
     private List<EngineClient.Endpoint> endpoints(List<EngineRecord> recorded) {
-        List<EngineClient.Endpoint> endpoints = new java.util.ArrayList<>();
+        List<EngineClient.Endpoint> endpoints = new ArrayList<>();
         for (EngineRecord record : recorded) {
             identity.endpoint(record).ifPresent(endpoints::add);
         }
