@@ -69,8 +69,6 @@ public class GateKeeper {
      * who holds the gate.
      */
     private static final Duration LOOK_CLOSER = Duration.ofSeconds(1);
-    /** How long a started pod's lock may stay held where warden cannot see it before the log says why that may be. */
-    private static final Duration INVISIBLE_HINT = Duration.ofSeconds(30);
 
     private final FileLocker locker;
     private final ServerLockHolders holders;
@@ -145,7 +143,6 @@ public class GateKeeper {
     }
     private Instant lookedCloserAt = Instant.EPOCH;
     private Instant standbyLookAt = Instant.EPOCH;
-    private boolean hinted;
 
     @Inject
     public GateKeeper(FileLocker locker, Posix posix, ProcessTable processes, ProcLocks procLocks, InstantSource clock,
@@ -335,7 +332,6 @@ public class GateKeeper {
         }
         server = new ServerLockState.InPod(first.pid(), now, replaced);
         note = Optional.empty();
-        hinted = false;
         if (replaced) {
             LOG.warnf("This pod's lilbee (pid %d) holds %s on a file since deleted or replaced (a lilbee reset clears"
                     + " the data dir): not ready; it is stopped so that it serves from the file at the path again",
@@ -527,16 +523,21 @@ public class GateKeeper {
         rememberWhileWaiting();
         boolean replaced = replacedWhileWaiting;
         gateSeenWaiting = null;
-        serverSeenWaiting = null;
         replacedWhileWaiting = false;
+        // server.lock as elected: one deleted between the election and the start decision is a reset too.
+        serverSeenWaiting = lockFileAt(paths.serverLock());
         if (replaced) {
-            settleUntil = now.plus(settle);
-            note = Optional.of(paths.gateLock() + " or " + paths.serverLock() + " was deleted or replaced while this"
-                    + " warden waited (a lilbee reset, or a writer of the data dir): the pod that served may still run a"
-                    + " lilbee on the deleted lock, which its warden stops; this pod's lilbee may start "
-                    + settle.toMillis() + " ms after the election if server.lock is free then");
-            LOG.warn(note.get());
+            settle(now);
         }
+    }
+
+    private void settle(Instant now) {
+        settleUntil = now.plus(settle);
+        note = Optional.of(paths.gateLock() + " or " + paths.serverLock() + " was deleted or replaced while this"
+                + " warden waited (a lilbee reset, or a writer of the data dir): the pod that served may still run a"
+                + " lilbee on the deleted lock, which its warden stops; this pod's lilbee may start "
+                + settle.toMillis() + " ms after that if server.lock is free then");
+        LOG.warn(note.get());
     }
 
     /** Decides, once elected, whether this pod's lilbee may start. */
@@ -565,6 +566,10 @@ public class GateKeeper {
         }
         if (probe != LockProbe.HELD) {
             server = new ServerLockState.Free(now);
+            if (settleUntil == null && serverSeenWaiting != null
+                    && !serverSeenWaiting.equals(lockFileAt(paths.serverLock()))) {
+                settle(now);
+            }
             if (settleUntil != null && now.isBefore(settleUntil)) {
                 return;
             }
@@ -572,7 +577,17 @@ public class GateKeeper {
             letLilbeeStart(paths.serverLock() + " is free");
             return;
         }
-        server = new ServerLockState.HeldOutside(now);
+        yieldGate(now, now, "Won the gate");
+    }
+
+    /**
+     * server.lock is held outside this pod: the gate goes to the pod whose lilbee holds it (its warden
+     * proves it and contends), and this warden waits in the kernel for the lock's release before it contends
+     * again. Started or not: a pod whose lilbee lost the race for the lock must not keep the gate from the
+     * pod whose lilbee won it, or neither is ever ready.
+     */
+    private void yieldGate(Instant now, Instant heldSince, String what) {
+        server = new ServerLockState.HeldOutside(heldSince);
         // The files as they are while another pod's lilbee serves: the wait for its release starts here.
         rememberWhileWaiting();
         if (gate != null) {
@@ -580,12 +595,14 @@ public class GateKeeper {
             gate = null;
         }
         leaseAlone = false;
+        started = false;
         gateState = new GateState.Yielded(now);
         releaseWait = locker.awaitReleaseInBackground(paths.serverLock());
         note = Optional.of(paths.serverLock() + " is held outside this pod (another pod's lilbee, a stray server, or one"
-                + " whose warden restarted): this pod's lilbee may not start; warden waits in the kernel for its release");
-        LOG.warnf("Won the gate, but %s; letting the gate go meanwhile, so the serving pod's warden can hold it",
-                note.get());
+                + " whose warden restarted): this pod's lilbee may not serve; warden waits in the kernel for its release."
+                + " If it is this pod's own lilbee, the pod needs shareProcessNamespace: true and warden lilbee's UID (to"
+                + " read its /proc/<pid>/fdinfo)");
+        LOG.warnf("%s, but %s; letting the gate go meanwhile, so the serving pod's warden can hold it", what, note.get());
     }
 
     /** For an elected, started warden whose lilbee does not hold the lock: free, or held where warden cannot see? */
@@ -605,19 +622,19 @@ public class GateKeeper {
             note = Optional.of(e.getMessage());
             return;
         }
-        Instant since = server instanceof ServerLockState.HeldOutside outside ? outside.since() : now;
-        server = new ServerLockState.HeldOutside(since);
-        note = Optional.of(paths.serverLock() + " is held by a process this pod cannot see, or cannot prove to hold it: this"
-                + " pod's lilbee will be refused. If it is this pod's own lilbee, the pod needs shareProcessNamespace: true"
-                + " and warden the same UID as lilbee (to read its /proc/<pid>/fdinfo)");
-        if (!hinted && Duration.between(since, now).compareTo(INVISIBLE_HINT) >= 0) {
-            hinted = true;
-            LOG.warn(note.get());
+        if (server instanceof ServerLockState.HeldOutside outside) {
+            // Seen held twice, a look apart: a lilbee of this pod that took it would have been proven by now.
+            yieldGate(now, outside.since(), "Started");
+            return;
         }
+        server = new ServerLockState.HeldOutside(now);
+        note = Optional.of(paths.serverLock() + " is held by a process this pod has not proven to be its own: looking"
+                + " again in " + LOOK_CLOSER.toMillis() + " ms");
     }
 
     private void letLilbeeStart(String why) {
         started = true;
+        serverSeenWaiting = null;
         note = Optional.empty();
         LOG.infof("Started: this pod's lilbee may run (%s)", why);
     }
