@@ -396,7 +396,7 @@ class ReaperTest {
         assertEquals(1, legacy.recordFiles().size(), "the forged record is left in place");
         user.kill();
         assertEquals(PassOutcome.Action.STOPPED, legacyReaper.pass().action(), "no dir has a user any more");
-        assertFalse(engine.alive());
+        assertEquals(143, engine.exitCode(Duration.ofSeconds(10)), "SIGTERM: the pass does not wait for the exit");
     }
 
     /** A record owned by another UID than the engine's: warden would signal on behalf of one who could not. */
