@@ -70,6 +70,9 @@ seccompProfile:
     - {name: WARDEN_GATE_ELECTION, value: {{ .Values.gate.election | quote }}}
     {{- if eq .Values.gate.election "lease" }}
     - {name: WARDEN_GATE_LEASE_NAME, value: {{ include "warden.leaseName" . | quote }}}
+    {{- with .Values.gate.lease.namespace }}
+    - {name: WARDEN_GATE_LEASE_NAMESPACE, value: {{ . | quote }}}
+    {{- end }}
     - {name: WARDEN_GATE_LEASE_DURATION, value: {{ .Values.gate.lease.duration | quote }}}
     - {name: WARDEN_GATE_LEASE_RENEW_DEADLINE, value: {{ .Values.gate.lease.renewDeadline | quote }}}
     - {name: WARDEN_GATE_LEASE_RETRY_PERIOD, value: {{ .Values.gate.lease.retryPeriod | quote }}}
@@ -100,7 +103,7 @@ seccompProfile:
     - {name: WARDEN_ENGINE_READINESS, value: {{ . | quote }}}
     {{- end }}
     {{- if .Values.warden.engineApiKey.existingSecret }}
-    # A file, not an environment variable: no other process sees it in warden's environment.
+    # A file only warden's container mounts, not a variable in the pod spec (README, "The pod boundary").
     - {name: WARDEN_ENGINE_API_KEY_FILE, value: /var/run/secrets/warden-engine/{{ .Values.warden.engineApiKey.key }}}
     {{- end }}
     {{- if .Values.warden.apiToken.existingSecret }}
@@ -133,7 +136,8 @@ seccompProfile:
     {{- include "warden.containerSecurityContext" . | nindent 4 }}
   volumeMounts:
     - {name: shared, mountPath: {{ .Values.warden.dataRoot | quote }}}
-    - {name: tmp, mountPath: /tmp}
+    # A /tmp of warden's own: the JVM's attach files and unpacked native libraries are nobody else's.
+    - {name: warden-tmp, mountPath: /tmp}
     {{- if eq (include "warden.leaseMode" .) "true" }}
     - {name: gate-token, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
     {{- end }}

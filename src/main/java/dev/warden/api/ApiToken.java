@@ -2,7 +2,10 @@ package dev.warden.api;
 
 import dev.warden.config.SecretFile;
 import dev.warden.config.WardenConfig;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import jakarta.inject.Singleton;
+import jakarta.ws.rs.core.HttpHeaders;
+import jakarta.ws.rs.core.Response;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -39,6 +42,11 @@ public class ApiToken {
         byte[] given = authorization.substring(prefix.length()).strip().getBytes(StandardCharsets.UTF_8);
         // Constant time: the comparison does not stop at the first differing byte.
         return MessageDigest.isEqual(given, expected.get().getBytes(StandardCharsets.UTF_8)) ? Verdict.ALLOWED : Verdict.DENIED;
+    }
+
+    /** 401 with the challenge that tells a client how to answer it. */
+    static Response unauthorized(ObjectNode body) {
+        return Response.status(Response.Status.UNAUTHORIZED).entity(body).header(HttpHeaders.WWW_AUTHENTICATE, "Bearer").build();
     }
 
     private Optional<String> expected() {

@@ -78,8 +78,7 @@ public class EngineResource {
                         + " or warden.api.token-file to enable them.");
             }
             case DENIED -> {
-                return Response.fromResponse(error(Response.Status.UNAUTHORIZED, "Send Authorization: Bearer <warden.api.token>."))
-                        .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer").build();
+                return ApiToken.unauthorized(mapper.createObjectNode().put("error", "Send Authorization: Bearer <warden.api.token>."));
             }
             case ALLOWED -> {
                 // go on

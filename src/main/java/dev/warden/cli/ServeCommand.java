@@ -1,5 +1,7 @@
 package dev.warden.cli;
 
+import dev.warden.boundary.ConnectionGuards;
+import dev.warden.boundary.ProcessBoundary;
 import dev.warden.config.ContainerVolume;
 import dev.warden.config.LilbeeEnvironment;
 import dev.warden.config.LilbeePaths;
@@ -91,6 +93,12 @@ public class ServeCommand implements Callable<Integer> {
     @Inject
     ReaperService reaper;
 
+    @Inject
+    ConnectionGuards connections;
+
+    @Inject
+    ProcessBoundary boundary;
+
     @ConfigProperty(name = "quarkus.http.port")
     int port;
 
@@ -130,6 +138,8 @@ public class ServeCommand implements Callable<Integer> {
         // end the JVM with the default 143 while it holds locks or is stopping an engine.
         exitCleanlyOn("TERM");
         exitCleanlyOn("INT");
+        connections.install();
+        boundary.guard();
         LilbeePaths lilbee = paths.resolve(config);
         LOG.infof("Data root %s (from %s)", lilbee.dataRoot(), lilbee.rootOrigin());
         if (ContainerVolume.inContainer(System.getenv())) {

@@ -35,7 +35,9 @@ public class WardenMain implements QuarkusApplication {
     public static void main(String... args) {
         // Linking the libc downcalls spins their classes (about 0.1 s of a start): done beside Quarkus's
         // own start, on the other core, rather than before it. Whoever needs them first waits for the link.
-        Thread.ofPlatform().daemon().name("warden-link").start(NativePosix::shared);
+        // The same thread then makes the process undumpable, before Quarkus reads a Secret: from then on no
+        // other process of warden's UID reads its environment, memory or mounts through /proc (ProcessBoundary).
+        Thread.ofPlatform().daemon().name("warden-link").start(WardenMain::undumpable);
         if (!serves(args)) {
             System.setProperty("quarkus.http.host-enabled", "false");
             // The management interface cannot be switched off at run time: a loopback port of the kernel's
@@ -48,6 +50,14 @@ public class WardenMain implements QuarkusApplication {
             System.setProperty("quarkus.log.console.stderr", "true");
         }
         Quarkus.run(WardenMain.class, args);
+    }
+
+    private static void undumpable() {
+        try {
+            NativePosix.shared().dumpable(false);
+        } catch (Posix.ErrnoException e) {
+            // serve's ProcessBoundary tries again and says so in the log, which is not up yet.
+        }
     }
 
     /**

@@ -68,6 +68,8 @@ public interface WardenConfig {
 
     Api api();
 
+    Http http();
+
     Lock lock();
 
     Startup startup();
@@ -215,6 +217,32 @@ public interface WardenConfig {
 
         /** A file holding the token (a mounted Secret); read when a request arrives. */
         Optional<Path> tokenFile();
+    }
+
+    /**
+     * What each of warden's two ports (the API's and the management interface's) admits, counted as the
+     * kernel hands a connection over. Every process of this pod (from loopback or the pod's own address)
+     * is one peer, so a neighbour container cannot take the room the kubelet's probes need.
+     */
+    interface Http {
+        /** Connections open at once on each port; one more is closed at once. */
+        @WithDefault("256")
+        int maxConnections();
+
+        /** Connections open at once on each port from one peer address (this pod's processes together are one). */
+        @WithDefault("32")
+        int maxConnectionsPerPeer();
+
+        /**
+         * Time from a connection's accept to the end of its request's head; the bytes trickled meanwhile
+         * do not extend it. After an answer the next head is due within quarkus.http.idle-timeout.
+         */
+        @WithDefault("10s")
+        Duration requestHeaderTimeout();
+
+        /** Time from a request's head to the first byte of warden's answer (a trickled body included). */
+        @WithDefault("3m")
+        Duration requestTimeout();
     }
 
     interface Lock {

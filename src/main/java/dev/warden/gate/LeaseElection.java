@@ -118,7 +118,7 @@ public final class LeaseElection implements GateElection {
 
     /** Starts contending on a thread of its own; {@code node} only names where this warden runs in the log. */
     public synchronized void start(Optional<String> node) {
-        Config config = Config.autoConfigure(null);
+        Config config = KubernetesAccess.config(System.getenv(), KubernetesAccess.SERVICE_ACCOUNT);
         int timeout = (int) settings.retryPeriod().toMillis();
         config.setRequestTimeout(timeout);
         config.setConnectionTimeout(timeout);

@@ -42,6 +42,10 @@ public final class NativePosix implements Posix {
     private static final long SYS_PIDFD_SEND_SIGNAL = 424;
     private static final long SYS_PIDFD_OPEN = 434;
     private static final long PIDFD_SIGNAL_PROCESS_GROUP = 1L << 2;
+    /** prctl is older than the unified table: x86_64 and asm-generic number it apart. */
+    private static final long SYS_PRCTL = X86 ? 157 : 167;
+    private static final long PR_GET_DUMPABLE = 3;
+    private static final long PR_SET_DUMPABLE = 4;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG;
     private static final int LOCK_EX = 2;
@@ -213,6 +217,18 @@ public final class NativePosix implements Posix {
                 }
             }
         }
+    }
+
+    @Override
+    public void dumpable(boolean dumpable) throws ErrnoException {
+        invoke("prctl(PR_SET_DUMPABLE)",
+                (arena, state) -> (long) syscall.invokeExact(state, SYS_PRCTL, PR_SET_DUMPABLE, dumpable ? 1L : 0L, 0L, 0L));
+    }
+
+    @Override
+    public boolean dumpable() throws ErrnoException {
+        return invoke("prctl(PR_GET_DUMPABLE)",
+                (arena, state) -> (long) syscall.invokeExact(state, SYS_PRCTL, PR_GET_DUMPABLE, 0L, 0L, 0L)) != 0;
     }
 
     @Override

@@ -79,6 +79,16 @@ public interface Posix {
      */
     boolean pidfdSignal(int pidfd, int signal, boolean group) throws ErrnoException;
 
+    /**
+     * {@code prctl(PR_SET_DUMPABLE)}. A process that is not dumpable keeps its {@code /proc/<pid>/}
+     * {@code environ}, {@code mem}, {@code root}, {@code cwd} and {@code fd} (and ptrace) from every other
+     * process without CAP_SYS_PTRACE, those of its own UID included.
+     */
+    void dumpable(boolean dumpable) throws ErrnoException;
+
+    /** {@code prctl(PR_GET_DUMPABLE)}: whether this process is dumpable now. */
+    boolean dumpable() throws ErrnoException;
+
     /** {@code umask(mask)}: sets the process's file mode creation mask, returns the one before (it cannot fail). */
     int umask(int mask);
 

@@ -126,6 +126,29 @@ class HelmChartTest {
     }
 
     @Test
+    void byDefaultTheNetworkPolicyOpensOnlyTheServedPort() throws IOException {
+        for (Path values : List.of(CHART.resolve("values.yaml"), CHART.resolve("ci/gate-values.yaml"))) {
+            List<JsonNode> objects = render(values);
+            JsonNode rules = kind(objects, "NetworkPolicy").at("/spec/ingress");
+            assertEquals(1, rules.size(), "one rule, the served port from anyone; the API and metrics from no one: " + rules);
+            assertFalse(rules.get(0).has("from"), rules.toString());
+            assertEquals(kind(objects, "Service").at("/spec/ports/0/port").asInt(), rules.at("/0/ports/0/port").asInt(), rules.toString());
+        }
+    }
+
+    @Test
+    void aLeaseNamespaceOfItsOwnHoldsTheRoleAndTheLease(@TempDir Path dir) throws IOException {
+        Path values = Files.writeString(dir.resolve("lease.yaml"), "mode: gate\nreplicas: 2\nstorage: {type: pvc, accessModes: [ReadWriteMany]}\n"
+                + "gate: {election: lease, lease: {namespace: warden-leases}}\n");
+        List<JsonNode> objects = render(values);
+        assertEquals("warden-leases", kind(objects, "Role").at("/metadata/namespace").asText());
+        assertEquals("warden-leases", kind(objects, "RoleBinding").at("/metadata/namespace").asText());
+        JsonNode warden = container(kind(objects, "Deployment").at("/spec/template/spec"), "initContainers", "warden");
+        assertTrue(warden.path("env").toString().contains("{\"name\":\"WARDEN_GATE_LEASE_NAMESPACE\",\"value\":\"warden-leases\"}"),
+                warden.toString());
+    }
+
+    @Test
     void theApiTokenComesFromASecretFile() throws IOException {
         JsonNode pod = kind(render(CHART.resolve("ci/classic-sidecar-values.yaml")), "Deployment").at("/spec/template/spec");
         JsonNode warden = container(pod, "containers", "warden");

@@ -16,6 +16,7 @@ import dev.warden.testing.FakeEngine;
 import dev.warden.testing.LoopbackHttp;
 import dev.warden.testing.Peer;
 import dev.warden.testing.Podman;
+import dev.warden.testing.ProcLook;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -44,6 +45,7 @@ class ImageContainerIT {
     private Path volume;
     private final List<String> containers = new ArrayList<>();
     private final List<Path> played = new ArrayList<>();
+    private final List<String> pods = new ArrayList<>();
 
     private static String image(String name) {
         String image = Podman.image(name);
@@ -75,6 +77,9 @@ class ImageContainerIT {
         }
         for (String name : containers) {
             Podman.run("rm", "-f", "-t", "0", name);
+        }
+        for (String pod : pods) {
+            Podman.run("pod", "rm", "-f", "-t", "0", pod);
         }
     }
 
@@ -134,6 +139,41 @@ class ImageContainerIT {
     }
 
     /** A data root on the container's own filesystem (no volume mounted) is said at start, with the fix. */
+    /**
+     * Two containers of one pod sharing its PID namespace, both of UID 1001 as the chart runs them: the
+     * other container (its own root, its own /tmp, no Secret mounted) sees warden's process but reads none
+     * of the Secret mounted for warden, nor its environment or descriptors, and cannot attach to its JVM.
+     */
+    @Test
+    void anotherContainerOfThePodReadsNoneOfWardensSecretsAndCannotAttach() throws Exception {
+        String pod = "warden-boundary-" + System.nanoTime();
+        ok("pod", "create", "--name", pod, "--share", "+pid");
+        pods.add(pod);
+        Path secrets = Files.createDirectory(dir.resolve("secrets"));
+        for (String name : List.of("api-token", "engine-key", "token")) {
+            Path file = Files.writeString(secrets.resolve(name), name + "-never-seen");
+            Files.setAttribute(file, "unix:uid", 1001);
+            Files.setAttribute(file, "unix:mode", 0600);
+        }
+        Files.setAttribute(secrets, "unix:uid", 1001);
+        Files.setAttribute(secrets, "unix:mode", 0700);
+        String warden = pod + "-warden";
+        ok("run", "-d", "--pod", pod, "--name", warden, "--read-only", "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL",
+                "--security-opt=no-new-privileges", "-v", volume + ":/var/lib/lilbee", "-v", secrets + ":/var/run/secrets/warden:ro",
+                "-e", "WARDEN_DATA_ROOT=/var/lib/lilbee", "-e", "WARDEN_ENGINE_DIR=/var/lib/lilbee/engine",
+                "-e", "WARDEN_API_TOKEN_FILE=/var/run/secrets/warden/api-token", "-e", "NEIGHBOUR_CANARY=env-canary-never-seen",
+                image("image"));
+        Await.until("warden is ready", () -> readyInside(warden) == 200);
+        String find = "p=$(for d in /proc/[0-9]*; do tr '\\0' ' ' < $d/cmdline 2>/dev/null | grep -q 'quarkus-run.jar serve'"
+                + " && echo ${d#/proc/}; done | head -1); ";
+        List<String> look = ProcLook.command("$p", "/var/run/secrets/warden", "/opt/java/openjdk/bin/jcmd", "env-canary-never-seen", 1001);
+        String seen = ok("run", "--rm", "--pod", pod, "--read-only", "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL",
+                "--security-opt=no-new-privileges", "--user", "1001:1001", "--entrypoint", "sh", image("image"), "-c",
+                find + "exec sh -c \"$0\" look \"$p\" \"$@\"", ProcLook.script(), look.get(5), look.get(6), look.get(7), look.get(8));
+        assertEquals(ProcLook.NOTHING_BUT_THE_PROCESS.strip(), seen, "the other container sees warden and nothing of it");
+        assertTrue(ok("logs", warden).lines().noneMatch(l -> l.contains("attach mechanism is on")), "the image starts the JVM without it");
+    }
+
     @Test
     void aDataRootWithNoVolumeIsNamedInTheLog() throws Exception {
         int port = FakeEngine.freePort();
@@ -282,14 +322,18 @@ class ImageContainerIT {
                 () -> logs(warden).contains("stopped llama-swap pid " + engine[0]));
     }
 
+    /** The status API's engine, asked from inside the pod: without a token it answers only on the pod's loopback. */
     private static JsonNode engineLook() {
-        return LoopbackHttp.body(9095, "/api/v1/status", Duration.ofSeconds(5)).map(text -> {
-            try {
-                return new com.fasterxml.jackson.databind.ObjectMapper().readTree(text).at("/engines/0");
-            } catch (IOException e) {
-                return com.fasterxml.jackson.databind.node.MissingNode.getInstance();
-            }
-        }).orElse(com.fasterxml.jackson.databind.node.MissingNode.getInstance());
+        try {
+            Command.Run run = Podman.run("exec", "warden-pod-0-warden", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9095 && printf 'GET"
+                    + " /api/v1/status HTTP/1.0\\r\\n\\r\\n' >&3 && sed '1,/^\\r$/d' <&3");
+            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(run.output()).at("/engines/0");
+        } catch (IOException e) {
+            return com.fasterxml.jackson.databind.node.MissingNode.getInstance();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return com.fasterxml.jackson.databind.node.MissingNode.getInstance();
+        }
     }
 
     private static double usersLivePasses() {

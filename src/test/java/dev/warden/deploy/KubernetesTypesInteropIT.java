@@ -64,8 +64,12 @@ class KubernetesTypesInteropIT {
         com.fasterxml.jackson.databind.JsonNode pod = PodChecks.kind(objects, "Deployment").at("/spec/template/spec");
         com.fasterxml.jackson.databind.JsonNode warden = PodChecks.container(pod, "initContainers", "warden").isMissingNode()
                 ? PodChecks.container(pod, "containers", "warden") : PodChecks.container(pod, "initContainers", "warden");
-        assertEquals(warden.path("image").asText(), PodChecks.kind(objects, "Pod").at("/spec/containers/0/image").asText(),
+        com.fasterxml.jackson.databind.JsonNode test = PodChecks.kind(objects, "Pod");
+        assertEquals(warden.path("image").asText(), test.at("/spec/containers/0/image").asText(),
                 "the helm test pod runs warden's own image, which the cluster already has");
+        // It asks through the Service's served port, the one the NetworkPolicy opens to anyone: no hole for its labels.
+        int served = PodChecks.kind(objects, "Service").at("/spec/ports/0/port").asInt();
+        assertTrue(test.at("/spec/containers/0/command/2").asText().contains("/" + served + "\n"), test.toString());
         assertEquals(rendered.split("(?m)^kind: ").length - 1, decoded.output().lines().count(),
                 "every rendered object is decoded: " + decoded.output());
     }

@@ -81,6 +81,9 @@ final class PodChecks {
             if (!rule.has("from") || rule.path("from").isEmpty()) {
                 assertEquals(1, rule.path("ports").size(), rule.toString());
                 assertEquals(8080, rule.at("/ports/0/port").asInt(), "only the engine's port is open to anyone: " + rule);
+            } else {
+                // Labels anyone who may create a pod can stamp on it are no credential.
+                assertFalse(rule.toString().contains("app.kubernetes.io/"), "a rule admits pods by the chart's own labels: " + rule);
             }
         }
     }

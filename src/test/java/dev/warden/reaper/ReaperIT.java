@@ -175,6 +175,11 @@ class ReaperIT {
                     "-Dwarden.engine.api-key-file=" + engineKey),
                     "--data-root", dir.resolve("b").toString(), "--engine-dir", engine.toString())) {
                 guarded.awaitReaper();
+                HttpResponse<String> unasked = guarded.get("/api/v1/status", null);
+                assertEquals(401, unasked.statusCode(), "with a token set the status needs it, on loopback too");
+                assertEquals("{\"error\":\"warden.api.token is set: send Authorization: Bearer <warden.api.token>.\"}", unasked.body(),
+                        "nothing but the refusal");
+                assertEquals(401, guarded.get("/api/v1/status", "s3cre").statusCode());
                 assertEquals(401, guarded.post("/api/v1/engine/unload", null).statusCode());
                 assertEquals(401, guarded.post("/api/v1/engine/unload", "s3cre").statusCode());
                 HttpResponse<String> unloaded = guarded.post("/api/v1/engine/unload", "s3cret");

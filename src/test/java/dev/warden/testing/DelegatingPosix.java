@@ -85,4 +85,14 @@ public class DelegatingPosix implements Posix {
     public RecordLock conflictingRecordLock(int fd, long start, long length) throws ErrnoException {
         return real.conflictingRecordLock(fd, start, length);
     }
+
+    @Override
+    public void dumpable(boolean dumpable) throws ErrnoException {
+        real.dumpable(dumpable);
+    }
+
+    @Override
+    public boolean dumpable() throws ErrnoException {
+        return real.dumpable();
+    }
 }

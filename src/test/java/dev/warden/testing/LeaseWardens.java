@@ -38,7 +38,9 @@ public final class LeaseWardens implements AutoCloseable {
     public WardenProcess start(String identity) throws IOException {
         List<String> options = new ArrayList<>(List.of("-Dwarden.gate.election=lease", "-Dwarden.gate.lease.identity=" + identity));
         options.addAll(settings);
-        WardenProcess warden = WardenProcess.serve(prefix + "-" + identity, Map.of("KUBECONFIG", kubeconfig.toString()), null,
+        WardenProcess warden = WardenProcess.serve(prefix + "-" + identity, Map.of("KUBECONFIG", kubeconfig.toString(),
+                // Outside a pod, as the test's API server is: in a pod warden would use only the service account.
+                "KUBERNETES_SERVICE_HOST", ""), null,
                 options, "--mode", "gate", "--data-root", root.resolve(identity).toString());
         wardens.add(warden);
         return warden;

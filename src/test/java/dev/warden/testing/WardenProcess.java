@@ -27,9 +27,16 @@ public final class WardenProcess implements AutoCloseable {
     private final int port;
     private final int managementPort;
     private final Path log;
+    /** The API token warden was started with, sent with every GET as a client that knows it would. */
+    private final String token;
 
-    private WardenProcess(Process process, int port, int managementPort, Path log) {
+    /** Where warden listens as the test reaches it: loopback, or its pod's address in a network namespace of its own. */
+    private final String host;
+
+    private WardenProcess(Process process, String host, int port, int managementPort, Path log, String token) {
         this.process = process;
+        this.host = host;
+        this.token = token;
         this.port = port;
         this.managementPort = managementPort;
         this.log = log;
@@ -51,7 +58,7 @@ public final class WardenProcess implements AutoCloseable {
      */
     public static WardenProcess serve(String name, java.util.Map<String, String> env, Path cwd, List<String> settings,
             String... args) throws IOException {
-        return start(List.of(), null, name, env, cwd, settings, args);
+        return start(List.of(), null, "127.0.0.1", name, env, cwd, settings, args);
     }
 
     /**
@@ -60,8 +67,27 @@ public final class WardenProcess implements AutoCloseable {
      */
     public static WardenProcess serveAs(int uid, int gid, Path readableCopy, String name, List<String> settings, String... args)
             throws IOException {
+        return serveAs(uid, gid, readableCopy, name, java.util.Map.of(), settings, args);
+    }
+
+    /** {@link #serveAs(int, int, Path, String, List, String...)} with {@code env} added to the environment. */
+    public static WardenProcess serveAs(int uid, int gid, Path readableCopy, String name, java.util.Map<String, String> env,
+            List<String> settings, String... args) throws IOException {
         copy(Path.of("target/quarkus-app").toAbsolutePath(), readableCopy);
-        return start(Setpriv.as(uid, gid), readableCopy.resolve("quarkus-run.jar"), name, java.util.Map.of(), null, settings, args);
+        return start(Setpriv.as(uid, gid), readableCopy.resolve("quarkus-run.jar"), "127.0.0.1", name, env, null, settings, args);
+    }
+
+    /**
+     * {@code warden serve ARGS} in {@code pod}'s network namespace, listening on all of its addresses, after
+     * {@code prefix} (prlimit, say); the test reaches it at the pod's address, as the kubelet would.
+     */
+    public static WardenProcess serveIn(PodNetwork pod, List<String> prefix, String name, List<String> settings, String... args)
+            throws IOException {
+        List<String> all = new ArrayList<>(prefix);
+        all.addAll(pod.enter());
+        List<String> anyAddress = new ArrayList<>(List.of("-Dquarkus.http.host=0.0.0.0", "-Dquarkus.management.host=0.0.0.0"));
+        anyAddress.addAll(settings);
+        return start(all, null, pod.podAddress(), name, java.util.Map.of(), null, anyAddress, args);
     }
 
     private static void copy(Path from, Path to) throws IOException {
@@ -78,8 +104,8 @@ public final class WardenProcess implements AutoCloseable {
     }
 
     /** {@code prefix} (setpriv, or nothing), then warden ({@code jar}, or the build's own when null) with its ports, {@code serve ARGS}. */
-    private static WardenProcess start(List<String> prefix, Path jar, String name, java.util.Map<String, String> env, Path cwd,
-            List<String> settings, String... args) throws IOException {
+    private static WardenProcess start(List<String> prefix, Path jar, String host, String name, java.util.Map<String, String> env,
+            Path cwd, List<String> settings, String... args) throws IOException {
         int port = FakeEngine.freePort();
         int managementPort = FakeEngine.freePort();
         List<String> options = new ArrayList<>(List.of("-Dquarkus.http.port=" + port, "-Dquarkus.http.host=127.0.0.1",
@@ -92,7 +118,19 @@ public final class WardenProcess implements AutoCloseable {
         Path log = logFile(name);
         ProcessBuilder builder = builder(command, name, env, cwd);
         Process process = builder.redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        return new WardenProcess(process, port, managementPort, log);
+        return new WardenProcess(process, host, port, managementPort, log, tokenIn(settings));
+    }
+
+    private static String tokenIn(List<String> settings) throws IOException {
+        for (String setting : settings) {
+            if (setting.startsWith("-Dwarden.api.token=")) {
+                return setting.substring("-Dwarden.api.token=".length());
+            }
+            if (setting.startsWith("-Dwarden.api.token-file=")) {
+                return Files.readString(Path.of(setting.substring("-Dwarden.api.token-file=".length()))).strip();
+            }
+        }
+        return null;
     }
 
     /**
@@ -226,7 +264,7 @@ public final class WardenProcess implements AutoCloseable {
 
     /** The paths under /q/ (probes, metrics) are served on the management port, the rest on the API's. */
     private URI uri(String path) {
-        return URI.create("http://127.0.0.1:" + (path.startsWith("/q/") ? managementPort : port) + path);
+        return URI.create("http://" + host + ":" + (path.startsWith("/q/") ? managementPort : port) + path);
     }
 
     public Process process() {
@@ -264,8 +302,16 @@ public final class WardenProcess implements AutoCloseable {
     }
 
     private HttpResponse<String> get(String path) throws IOException, InterruptedException {
-        return HTTP.send(HttpRequest.newBuilder(uri(path))
-                .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
+        return get(path, token);
+    }
+
+    /** GETs {@code path} with an optional bearer token; returns status and body. */
+    public HttpResponse<String> get(String path, String bearer) throws IOException, InterruptedException {
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(5));
+        if (bearer != null) {
+            request.header("Authorization", "Bearer " + bearer);
+        }
+        return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     /** Waits until the probe answers {@code code}; fails with warden's log when it never does. */

@@ -1,0 +1,166 @@
+package dev.warden.boundary;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.warden.lock.FileLocker;
+import dev.warden.testing.Await;
+import dev.warden.testing.ConnectionFlood;
+import dev.warden.testing.PodNetwork;
+import dev.warden.testing.WardenProcess;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * warden in a network namespace of its own, as in a pod: a neighbour container floods its two ports
+ * from inside the pod (loopback and the pod's address), and the kubelet probes from the node's side of
+ * a veth pair. The neighbour gets its share and no more, trickled requests are closed at their deadline,
+ * and the kubelet's probes answer within their one-second timeout throughout, under the 1,024
+ * descriptors a container often gets.
+ */
+class ConnectionLimitsIT {
+
+    /** The kubelet's default probe timeout. */
+    private static final int PROBE_TIMEOUT_MS = 1000;
+    /** The chart's memory limit for warden (192 Mi). */
+    private static final long CHART_LIMIT_KIB = 192 * 1024;
+    /** The image's heap and thread flags, which the chart's limit is sized for. */
+    private static final List<String> IMAGE_JVM = List.of("-XX:+UseSerialGC", "-Xms8m", "-Xmx64m", "-Xss512k", "-XX:-UsePerfData",
+            "-XX:TieredStopAtLevel=1");
+
+    @TempDir
+    Path dir;
+
+    @BeforeEach
+    void root() {
+        Assumptions.assumeTrue("0".equals(FileLocker.currentUid()),
+                "SKIPPED: a network namespace and a veth pair need root (CI runs as root)");
+    }
+
+    private WardenProcess warden(PodNetwork pod, List<String> prefix, String name, List<String> settings) throws IOException {
+        List<String> all = new ArrayList<>(IMAGE_JVM);
+        all.addAll(settings);
+        return WardenProcess.serveIn(pod, prefix, name, all, "--data-root", dir.resolve(name).toString(), "--engine-dir",
+                dir.resolve(name + "-engine").toString());
+    }
+
+    private static long rssKib(long pid) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return Long.parseLong(line.replaceAll("\\D", ""));
+            }
+        }
+        throw new IOException("no VmRSS for " + pid);
+    }
+
+    /** A kubelet probe of warden's management port from the node. */
+    private static int probe(PodNetwork pod, WardenProcess warden, String path) {
+        return ConnectionFlood.probe(pod.podAddress(), warden.managementPort(), path, PROBE_TIMEOUT_MS);
+    }
+
+    @Test
+    void aNeighbourFloodingBothPortsGetsItsShareAndTheKubeletsProbesStillAnswer() throws Exception {
+        try (PodNetwork pod = PodNetwork.create();
+                WardenProcess warden = warden(pod, List.of("prlimit", "--nofile=1024:1024", "--"), "flooded", List.of())) {
+            warden.awaitStatus("/q/health/started", 200);
+            int probes = 0;
+            long slowest = 0;
+            JsonNode report;
+            try (ConnectionFlood flood = ConnectionFlood.start(pod, 8, "127.0.0.1:" + warden.port() + ":600:flood",
+                    "127.0.0.1:" + warden.managementPort() + ":600:flood")) {
+                for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(6); System.nanoTime() < end; probes++) {
+                    long start = System.nanoTime();
+                    assertEquals(200, probe(pod, warden, "/q/health/live"),
+                            "probe " + probes + " answered within " + PROBE_TIMEOUT_MS + " ms\n" + warden.log());
+                    assertEquals(200, probe(pod, warden, "/q/health/started"));
+                    slowest = Math.max(slowest, System.nanoTime() - start);
+                    Thread.sleep(100);
+                }
+                long rss = rssKib(warden.pid());
+                assertTrue(rss < CHART_LIMIT_KIB, "under the chart's memory limit: " + rss + " KiB");
+                report = flood.report();
+            }
+            for (JsonNode target : report) {
+                assertEquals(32, target.path("held").asInt(), "the neighbour holds its share and no more: " + target);
+                assertTrue(target.path("refused").asInt() > 1000, "the rest is refused as it comes: " + target);
+            }
+            assertTrue(probes > 20, "probed throughout: " + probes);
+            assertTrue(warden.process().isAlive() && !warden.log().contains("Too many open files"), warden.log());
+            System.out.printf("%d probe pairs answered under the flood, the slowest pair in %d ms%n", probes,
+                    TimeUnit.NANOSECONDS.toMillis(slowest));
+        }
+    }
+
+    @Test
+    void aRequestTrickledByteByByteIsClosedAtItsDeadline() throws Exception {
+        try (PodNetwork pod = PodNetwork.create();
+                WardenProcess warden = warden(pod, List.of(), "trickled", List.of("-Dwarden.http.request-header-timeout=2s"))) {
+            warden.awaitStatus("/q/health/started", 200);
+            JsonNode report;
+            // From the pod's own address this time: the same peer as loopback.
+            try (ConnectionFlood trickle = ConnectionFlood.start(pod, 6, pod.podAddress() + ":" + warden.port() + ":20:trickle",
+                    pod.podAddress() + ":" + warden.managementPort() + ":20:trickle")) {
+                report = trickle.report();
+            }
+            for (JsonNode target : report) {
+                assertEquals(0, target.path("held").asInt(), "every trickling connection was closed: " + target);
+                assertEquals(0, target.path("refused").asInt(), "none was refused at the connect: " + target);
+                double longest = target.path("longest").asDouble();
+                assertTrue(longest >= 1.9 && longest < 4, "closed at the 2 s deadline, not kept by its bytes: " + target);
+            }
+            assertEquals(200, probe(pod, warden, "/q/health/live"));
+        }
+    }
+
+    @Test
+    void theTotalCapHoldsAndACapsWorthOfIdleConnectionsStaysUnderTheChartsMemoryLimit() throws Exception {
+        try (PodNetwork pod = PodNetwork.create();
+                WardenProcess warden = warden(pod, List.of(), "capped", List.of("-Dwarden.http.max-connections-per-peer=256"))) {
+            // Probes that close their connection: a pooled one left open would take one of the 256 places.
+            Await.until("warden started", () -> probe(pod, warden, "/q/health/started") == 200);
+            long rss;
+            JsonNode report;
+            try (ConnectionFlood flood = ConnectionFlood.start(pod, 4, "127.0.0.1:" + warden.port() + ":300:flood",
+                    "127.0.0.1:" + warden.managementPort() + ":300:flood")) {
+                Thread.sleep(1000);
+                rss = rssKib(warden.pid());
+                assertEquals(-1, probe(pod, warden, "/q/health/live"),
+                        "the total counts every peer: with 256 open a probe is refused too (the per-peer share keeps its room)");
+                report = flood.report();
+            }
+            for (JsonNode target : report) {
+                assertEquals(256, target.path("held").asInt(), "exactly the cap is open: " + target);
+            }
+            assertTrue(rss < CHART_LIMIT_KIB, "512 idle connections: " + rss + " KiB");
+            System.out.printf("VmRSS with 256 idle connections on each port: %d KiB%n", rss);
+        }
+    }
+
+    @Test
+    void withoutATokenTheStatusAnswersOnlyFromInsideThePod() throws Exception {
+        try (PodNetwork pod = PodNetwork.create(); WardenProcess warden = warden(pod, List.of(), "status", List.of())) {
+            warden.awaitStatus("/q/health/started", 200);
+            var fromNode = warden.get("/api/v1/status", null);
+            assertEquals(403, fromNode.statusCode(), fromNode.body());
+            assertTrue(fromNode.body().contains("answers only on loopback"), fromNode.body());
+            assertTrue(!fromNode.body().contains(dir.toString()), "no path in the refusal: " + fromNode.body());
+            List<String> curl = new ArrayList<>(pod.enter());
+            curl.addAll(List.of("python3", "-c", "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).status)",
+                    "http://127.0.0.1:" + warden.port() + "/api/v1/status"));
+            Process inside = new ProcessBuilder(curl).redirectErrorStream(true).start();
+            assertEquals("200", new String(inside.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip(),
+                    "from the pod's loopback it answers");
+            inside.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+}
