@@ -20,7 +20,7 @@ import org.jboss.logging.Logger;
  * has taken its own share and none of the kubelet's, which probes from the node.
  */
 @ChannelHandler.Sharable
-public final class ConnectionGuard extends ChannelInboundHandlerAdapter {
+final class ConnectionGuard extends ChannelInboundHandlerAdapter {
 
     private static final Logger LOG = Logger.getLogger(ConnectionGuard.class);
     static final String POD = "this pod";
@@ -35,7 +35,7 @@ public final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     private final AtomicLong refused = new AtomicLong();
     private final AtomicLong reportedAt = new AtomicLong(System.nanoTime() - REPORT_EVERY);
 
-    public ConnectionGuard(int port, ConnectionLimits limits, PodAddresses pod) {
+    ConnectionGuard(int port, ConnectionLimits limits, PodAddresses pod) {
         this.port = port;
         this.limits = limits;
         this.pod = pod;
@@ -112,16 +112,12 @@ public final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     }
 
     /** Connections open now. */
-    public int open() {
+    int open() {
         return open.get();
     }
 
     /** Connections refused since the start. */
-    public long refusedSoFar() {
+    long refusedSoFar() {
         return refused.get();
-    }
-
-    public int port() {
-        return port;
     }
 }

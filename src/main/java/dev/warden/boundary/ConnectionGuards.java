@@ -1,12 +1,14 @@
 package dev.warden.boundary;
 
 import dev.warden.config.WardenConfig;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.channel.Channel;
 import io.vertx.core.Vertx;
 import jakarta.inject.Singleton;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
@@ -22,19 +24,20 @@ public class ConnectionGuards {
     private static final String NAME = "warden-connection-guard";
 
     private final Vertx vertx;
+    private final MeterRegistry meters;
     private final ConnectionLimits limits;
-    private final List<ConnectionGuard> guards = new CopyOnWriteArrayList<>();
 
-    public ConnectionGuards(Vertx vertx, WardenConfig config,
+    public ConnectionGuards(Vertx vertx, MeterRegistry meters, WardenConfig config,
             @ConfigProperty(name = "quarkus.http.idle-timeout", defaultValue = "75s") Duration idle) {
         this.vertx = vertx;
+        this.meters = meters;
         WardenConfig.Http http = config.http();
         this.limits = new ConnectionLimits(http.maxConnections(), http.maxConnectionsPerPeer(), http.requestHeaderTimeout(),
                 http.requestTimeout(), idle);
     }
 
-    /** Guards every listening socket not guarded yet; returns the guards in place. */
-    public synchronized List<ConnectionGuard> install() {
+    /** Guards every listening socket not guarded yet, with its two meters. */
+    public synchronized void install() {
         PodAddresses pod = PodAddresses.ofThisNamespace();
         for (HttpServerSockets.Listening socket : HttpServerSockets.of(vertx)) {
             Channel listening = socket.channel();
@@ -49,13 +52,13 @@ public class ConnectionGuards {
                     early.close();
                 }
             }
-            guards.add(guard);
+            LOG.debugf("Connection limits on port %d: %s", socket.port(), limits);
+            String port = Integer.toString(socket.port());
+            Gauge.builder("warden.http.connections", guard, ConnectionGuard::open)
+                    .description("Connections open on this port, as counted at accept").tag("port", port).register(meters);
+            FunctionCounter.builder("warden.http.connections.refused", guard, ConnectionGuard::refusedSoFar)
+                    .description("Connections closed as they were accepted: over warden.http.max-connections or the peer's share")
+                    .tag("port", port).register(meters);
         }
-        LOG.debugf("Connection limits on ports %s: %s", guards.stream().map(ConnectionGuard::port).toList(), limits);
-        return List.copyOf(guards);
-    }
-
-    public List<ConnectionGuard> guards() {
-        return List.copyOf(guards);
     }
 }

@@ -8,7 +8,7 @@ import java.time.Duration;
  * meet whatever bytes it trickles: a complete request head within {@code header} of the accept (or
  * {@code idle} of the last response), and the first byte of an answer within {@code request} of the head.
  */
-public record ConnectionLimits(int total, int perPeer, Duration header, Duration request, Duration idle) {
+record ConnectionLimits(int total, int perPeer, Duration header, Duration request, Duration idle) {
 
     public ConnectionLimits {
         if (total < 1 || perPeer < 1) {

@@ -12,14 +12,14 @@ import java.util.stream.Collectors;
  * container of the pod connecting to the pod IP). A process of the pod can pick any of them, so they
  * count as one peer; the kubelet and every other pod come from addresses that are not the pod's own.
  */
-public record PodAddresses(Set<InetAddress> own) {
+record PodAddresses(Set<InetAddress> own) {
 
     public PodAddresses {
         own = Set.copyOf(own);
     }
 
     /** This network namespace's addresses, read once: a process without CAP_NET_ADMIN cannot add any. */
-    public static PodAddresses ofThisNamespace() {
+    static PodAddresses ofThisNamespace() {
         try {
             return new PodAddresses(NetworkInterface.networkInterfaces().flatMap(NetworkInterface::inetAddresses)
                     .map(PodAddresses::withoutScope).collect(Collectors.toSet()));
@@ -29,7 +29,7 @@ public record PodAddresses(Set<InetAddress> own) {
         }
     }
 
-    public boolean contains(InetAddress address) {
+    boolean contains(InetAddress address) {
         return address.isLoopbackAddress() || own.contains(withoutScope(address));
     }
 

@@ -47,12 +47,15 @@ public class ProcessBoundary {
         }
     }
 
-    private void keepUndumpable(boolean wasMadeSo) {
+    /** {@code again}: it was made undumpable before, so finding it dumpable means something turned that back. */
+    private void keepUndumpable(boolean again) {
         try {
             if (posix.dumpable()) {
                 posix.dumpable(false);
-                LOG.log(wasMadeSo ? Logger.Level.WARN : Logger.Level.DEBUG, "warden's process was dumpable (its /proc/<pid>/ open to every process of its UID): made it not"
-                        + " dumpable again");
+                if (again) {
+                    LOG.warn("warden's process was dumpable again (its /proc/<pid>/ open to every process of its UID):"
+                            + " made it undumpable");
+                }
             }
         } catch (Posix.ErrnoException e) {
             LOG.errorf("Cannot make warden's process undumpable (%s): other processes of its UID can read its environment,"

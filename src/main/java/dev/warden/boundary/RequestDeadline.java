@@ -95,9 +95,7 @@ final class RequestDeadline extends ChannelDuplexHandler {
 
     private void arm(ChannelHandlerContext ctx, Duration deadline) {
         cancel();
-        timer = ctx.executor().schedule(() -> {
-            ctx.close();
-        }, deadline.toNanos(), TimeUnit.NANOSECONDS);
+        timer = ctx.executor().schedule(() -> ctx.close(), deadline.toNanos(), TimeUnit.NANOSECONDS);
     }
 
     private void cancel() {

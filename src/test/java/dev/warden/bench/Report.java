@@ -17,6 +17,11 @@ final class Report {
     private static final Path SECTIONS = Path.of("target", "bench");
     private static final Path DOC = Path.of("docs", "BENCHMARKS.md");
 
+    /** Figure 10 after 9, not after 1: by the leading number, then by name (1b after 1). */
+    private static final java.util.Comparator<Path> BY_FIGURE = java.util.Comparator
+            .comparingInt((Path p) -> Integer.parseInt(p.getFileName().toString().replaceAll("^(\\d*).*", "0$1")))
+            .thenComparing(p -> p.getFileName().toString());
+
     private Report() {
     }
 
@@ -42,7 +47,7 @@ final class Report {
                 "- java: " + Runtime.version() + ", " + System.getProperty("java.vm.name"),
                 ""));
         try (Stream<Path> sections = Files.list(SECTIONS)) {
-            for (Path section : sections.filter(p -> p.toString().endsWith(".md")).sorted().toList()) {
+            for (Path section : sections.filter(p -> p.toString().endsWith(".md")).sorted(BY_FIGURE).toList()) {
                 doc.addAll(Files.readAllLines(section));
             }
         }

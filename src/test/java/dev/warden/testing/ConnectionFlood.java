@@ -24,7 +24,8 @@ public final class ConnectionFlood implements AutoCloseable {
     /**
      * A neighbour's connections, for {@code seconds}, to each {@code host:port} target: {@code flood} keeps
      * {@code n} open, reconnecting the moment warden closes one; {@code trickle} opens {@code n} and sends
-     * one byte of a request line to each every 100 ms, never ending it. Prints per target how many
+     * one byte of a request line to each every 100 ms, never ending it; {@code retrickle} trickles and
+     * reconnects the moment warden closes one. Prints per target how many
      * warden closed within half a second of their connect (refused), how many are open and older than
      * that at the end (held), and the longest any lived.
      */
@@ -50,7 +51,7 @@ public final class ConnectionFlood implements AutoCloseable {
                     for s, since in t['socks']:
                         closed = False
                         try:
-                            if t['mode'] == 'trickle':
+                            if t['mode'] in ('trickle', 'retrickle'):
                                 s.send(b'G')
                             closed = s.recv(4096) == b''
                         except BlockingIOError:
@@ -66,7 +67,7 @@ public final class ConnectionFlood implements AutoCloseable {
                         else:
                             alive.append((s, since))
                     t['socks'] = alive
-                    if t['mode'] == 'flood':
+                    if t['mode'] in ('flood', 'retrickle'):
                         for _ in range(t['n'] - len(alive)):
                             connect(t)
                 time.sleep(0.1)
@@ -84,7 +85,7 @@ public final class ConnectionFlood implements AutoCloseable {
     }
 
     /**
-     * Starts the neighbour in {@code pod} for {@code seconds}, with targets {@code host:port:n:flood|trickle};
+     * Starts the neighbour in {@code pod} for {@code seconds}, with targets {@code host:port:n:flood|trickle|retrickle};
      * returns once every first connection is made.
      */
     public static ConnectionFlood start(PodNetwork pod, double seconds, String... targets) throws IOException {
