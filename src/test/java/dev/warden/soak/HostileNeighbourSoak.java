@@ -439,11 +439,14 @@ class HostileNeighbourSoak {
 
     /**
      * Finding 10: the neighbour opens 100 connections to each port and leaves them idle, half of them
-     * after a partial request line: the probes answer meanwhile, and warden closes every one.
+     * after a partial request line: the probes answer meanwhile, and warden closes every one at the request
+     * head's deadline. Here the neighbour and the probes share the loopback, so the per-peer share is
+     * lifted; ConnectionLimitsIT holds it against a neighbour in a pod's own network, the probes coming
+     * from the node.
      */
     @Test
     void idleConnectionsAreLetGoAndTheProbesAnswerMeanwhile() throws Exception {
-        try (WardenProcess warden = warden("neighbour-idle", List.of())) {
+        try (WardenProcess warden = warden("neighbour-idle", List.of("-Dwarden.http.max-connections-per-peer=256"))) {
             warden.awaitStatus("/q/health/ready", 200);
             Process idle = neighbour("""
                     import select, socket, sys, time
@@ -456,7 +459,7 @@ class HostileNeighbourSoak {
                             socks.append(s)
                     print('idle', flush=True)
                     start, open_ = time.monotonic(), set(socks)
-                    # far above the 75 s idle timeout, only so that a broken build fails rather than hangs
+                    # far above the 10 s request-head deadline, only so that a broken build fails rather than hangs
                     while open_ and time.monotonic() - start < 150:
                         for s in select.select(list(open_), [], [], 1)[0]:
                             if s.recv(1) == b'':
@@ -471,7 +474,7 @@ class HostileNeighbourSoak {
             }
             String closed = out.readLine();
             assertTrue(closed != null && closed.startsWith("open 0 after "), "warden closes idle connections: " + closed);
-            assertTrue(Integer.parseInt(closed.substring(closed.lastIndexOf(' ') + 1)) < 120, closed);
+            assertTrue(Integer.parseInt(closed.substring(closed.lastIndexOf(' ') + 1)) < 30, "at the 10 s deadline: " + closed);
         }
     }
 
