@@ -9,6 +9,7 @@ import io.vertx.core.Vertx;
 import jakarta.inject.Singleton;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
@@ -46,12 +47,9 @@ public class ConnectionGuards {
             }
             ConnectionGuard guard = new ConnectionGuard(socket.port(), limits, pod);
             listening.pipeline().addFirst(NAME, guard);
-            // After the guard is in place: a connection accepted since has its deadline already and is not counted twice.
-            for (Channel early : List.copyOf(socket.accepted())) {
-                if (early.isOpen() && early.pipeline().get(RequestDeadline.NAME) == null && !guard.admit(early)) {
-                    early.close();
-                }
-            }
+            adopt(guard, socket);
+            // A connection accepted just before the guard joins the group only once its event loop has registered it.
+            listening.eventLoop().schedule(() -> adopt(guard, socket), 1, TimeUnit.SECONDS);
             LOG.debugf("Connection limits on port %d: %s", socket.port(), limits);
             String port = Integer.toString(socket.port());
             Gauge.builder("warden.http.connections", guard, ConnectionGuard::open)
@@ -59,6 +57,18 @@ public class ConnectionGuards {
             FunctionCounter.builder("warden.http.connections.refused", guard, ConnectionGuard::refusedSoFar)
                     .description("Connections closed as they were accepted: over warden.http.max-connections or the peer's share")
                     .tag("port", port).register(meters);
+        }
+    }
+
+    /**
+     * Counts in (or closes) the connections the HTTP server holds that the guard has not seen. After the
+     * guard is in place: one accepted since has its deadline already and is not counted twice.
+     */
+    private static void adopt(ConnectionGuard guard, HttpServerSockets.Listening socket) {
+        for (Channel early : List.copyOf(socket.accepted())) {
+            if (early.isOpen() && early.pipeline().get(RequestDeadline.NAME) == null && !guard.admit(early)) {
+                early.close();
+            }
         }
     }
 }
