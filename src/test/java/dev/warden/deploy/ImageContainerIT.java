@@ -166,11 +166,16 @@ class ImageContainerIT {
         Await.until("warden is ready", () -> readyInside(warden) == 200);
         String find = "p=$(for d in /proc/[0-9]*; do tr '\\0' ' ' < $d/cmdline 2>/dev/null | grep -q 'quarkus-run.jar serve'"
                 + " && echo ${d#/proc/}; done | head -1); ";
+        // The control: the image's jcmd attaches to a JVM of this container's own.
+        String control = "/opt/java/openjdk/bin/jwebserver -b 127.0.0.1 -p 0 -d /tmp >/dev/null 2>&1 & c=$!; sleep 3; /opt/java/openjdk/bin/jcmd $c VM.version"
+                + " 2>&1 | grep -q JDK && echo 'control attached'; kill $c; ";
         List<String> look = ProcLook.command("$p", "/var/run/secrets/warden", "/opt/java/openjdk/bin/jcmd", "env-canary-never-seen", 1001);
         String seen = ok("run", "--rm", "--pod", pod, "--read-only", "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL",
                 "--security-opt=no-new-privileges", "--user", "1001:1001", "--entrypoint", "sh", image("image"), "-c",
-                find + "exec sh -c \"$0\" look \"$p\" \"$@\"", ProcLook.script(), look.get(5), look.get(6), look.get(7), look.get(8));
-        assertEquals(ProcLook.NOTHING_BUT_THE_PROCESS.strip(), seen, "the other container sees warden and nothing of it");
+                find + control + "exec sh -c \"$0\" look \"$p\" \"$@\"", ProcLook.script(), look.get(5), look.get(6), look.get(7),
+                look.get(8));
+        assertEquals("control attached\n" + ProcLook.NOTHING_BUT_THE_PROCESS.strip(), seen,
+                "the other container attaches to a JVM of its own, and sees warden and nothing of it");
         assertTrue(ok("logs", warden).lines().noneMatch(l -> l.contains("attach mechanism is on")), "the image starts the JVM without it");
     }
 
