@@ -1,7 +1,7 @@
 package dev.warden.bench;
 
+import dev.warden.testing.ImageJvm;
 import dev.warden.testing.WardenProcess;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -11,33 +11,15 @@ import org.junit.jupiter.api.io.TempDir;
 /** Figure 4: time from process start to ready, and resident memory after a minute idle, JVM mode. */
 class FootprintBench {
 
-    private static final Path DOCKERFILE = Path.of("src", "main", "docker", "Dockerfile.jvm");
     private static final int STARTS = Integer.getInteger("warden.bench.starts", 10);
     private static final long IDLE_MS = Long.getLong("warden.bench.idle-ms", 60_000);
 
     @TempDir
     Path dir;
 
-    /** The JVM flags the container image starts warden with: read from its Dockerfile, so they cannot drift. */
-    static List<String> containerFlags() throws java.io.IOException {
-        java.util.regex.Matcher opts = java.util.regex.Pattern.compile("JAVA_OPTS=\"([^\"]*)\"")
-                .matcher(Files.readString(DOCKERFILE));
-        if (!opts.find()) {
-            throw new AssertionError("no JAVA_OPTS in " + DOCKERFILE);
-        }
-        return List.of(opts.group(1).trim().split("\\s+"));
-    }
-
-    /** A process's resident memory now, in kB (VmRSS; 0 when /proc does not say). */
-    static long rssKb(long pid) throws java.io.IOException {
-        return Files.readAllLines(Path.of("/proc", Long.toString(pid), "status")).stream()
-                .filter(l -> l.startsWith("VmRSS:")).map(l -> Long.parseLong(l.replaceAll("\\D", "")))
-                .findFirst().orElse(0L);
-    }
-
     @Test
     void footprint() throws Exception {
-        List<String> flags = containerFlags();
+        List<String> flags = ImageJvm.flags();
         long[] startMicros = new long[STARTS];
         long rssKb = 0;
         for (int i = 0; i < STARTS; i++) {
@@ -50,7 +32,7 @@ class FootprintBench {
                 startMicros[i] = (System.nanoTime() - started) / 1000;
                 if (i == STARTS - 1) {
                     Thread.sleep(IDLE_MS);
-                    rssKb = rssKb(warden.pid());
+                    rssKb = ImageJvm.rssKb(warden.pid());
                 }
             }
         }

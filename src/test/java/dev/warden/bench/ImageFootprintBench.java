@@ -1,6 +1,7 @@
 package dev.warden.bench;
 
 import dev.warden.testing.FakeEngine;
+import dev.warden.testing.ImageJvm;
 import dev.warden.testing.LoopbackHttp;
 import dev.warden.testing.Podman;
 import java.nio.file.Files;
@@ -103,7 +104,7 @@ class ImageFootprintBench {
                     LoopbackHttp.status(port, "/q/health/live", Duration.ofSeconds(1));
                 }
             }
-            return FootprintBench.rssKb(Long.parseLong(Podman.ok("inspect", name, "--format", "{{.State.Pid}}")));
+            return ImageJvm.rssKb(Long.parseLong(Podman.ok("inspect", name, "--format", "{{.State.Pid}}")));
         } finally {
             Podman.run("rm", "-f", "-t", "0", name);
         }

@@ -2,6 +2,7 @@ package dev.warden.bench;
 
 import dev.warden.lock.FileLocker;
 import dev.warden.testing.ConnectionFlood;
+import dev.warden.testing.ImageJvm;
 import dev.warden.testing.PodNetwork;
 import dev.warden.testing.WardenProcess;
 import java.nio.file.Path;
@@ -33,7 +34,7 @@ class ProbeFloodBench {
         List<String> rows = new ArrayList<>();
         try (PodNetwork pod = PodNetwork.create();
                 WardenProcess warden = WardenProcess.serveIn(pod, List.of("prlimit", "--nofile=1024:1024", "--"), "bench-flood",
-                        List.of("-XX:+UseSerialGC", "-Xms8m", "-Xmx64m", "-Xss512k", "-XX:-UsePerfData", "-XX:TieredStopAtLevel=1"),
+                        ImageJvm.flags(),
                         "--data-root", dir.resolve("root").toString(), "--engine-dir", dir.resolve("engine").toString())) {
             warden.awaitStatus("/q/health/started", 200);
             measure(pod, warden);

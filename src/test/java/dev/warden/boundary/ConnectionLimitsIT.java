@@ -7,11 +7,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.warden.lock.FileLocker;
 import dev.warden.testing.Await;
 import dev.warden.testing.ConnectionFlood;
+import dev.warden.testing.ImageJvm;
 import dev.warden.testing.PodNetwork;
 import dev.warden.testing.WardenProcess;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -34,9 +34,6 @@ class ConnectionLimitsIT {
     private static final int PROBE_TIMEOUT_MS = 1000;
     /** The chart's memory limit for warden (192 Mi). */
     private static final long CHART_LIMIT_KIB = 192 * 1024;
-    /** The image's heap and thread flags, which the chart's limit is sized for. */
-    private static final List<String> IMAGE_JVM = List.of("-XX:+UseSerialGC", "-Xms8m", "-Xmx64m", "-Xss512k", "-XX:-UsePerfData",
-            "-XX:TieredStopAtLevel=1");
 
     @TempDir
     Path dir;
@@ -48,19 +45,10 @@ class ConnectionLimitsIT {
     }
 
     private WardenProcess warden(PodNetwork pod, List<String> prefix, String name, List<String> settings) throws IOException {
-        List<String> all = new ArrayList<>(IMAGE_JVM);
+        List<String> all = new ArrayList<>(ImageJvm.flags());
         all.addAll(settings);
         return WardenProcess.serveIn(pod, prefix, name, all, "--data-root", dir.resolve(name).toString(), "--engine-dir",
                 dir.resolve(name + "-engine").toString());
-    }
-
-    private static long rssKib(long pid) throws IOException {
-        for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
-            if (line.startsWith("VmRSS:")) {
-                return Long.parseLong(line.replaceAll("\\D", ""));
-            }
-        }
-        throw new IOException("no VmRSS for " + pid);
     }
 
     /** A kubelet probe of warden's management port from the node. */
@@ -86,7 +74,7 @@ class ConnectionLimitsIT {
                     slowest = Math.max(slowest, System.nanoTime() - start);
                     Thread.sleep(100);
                 }
-                long rss = rssKib(warden.pid());
+                long rss = ImageJvm.rssKb(warden.pid());
                 assertTrue(rss < CHART_LIMIT_KIB, "under the chart's memory limit: " + rss + " KiB");
                 report = flood.report();
             }
@@ -133,7 +121,7 @@ class ConnectionLimitsIT {
             try (ConnectionFlood flood = ConnectionFlood.start(pod, 4, "127.0.0.1:" + warden.port() + ":300:flood",
                     "127.0.0.1:" + warden.managementPort() + ":300:flood")) {
                 Thread.sleep(1000);
-                rss = rssKib(warden.pid());
+                rss = ImageJvm.rssKb(warden.pid());
                 assertEquals(-1, probe(pod, warden, "/q/health/live"),
                         "the total counts every peer: with 256 open a probe is refused too (the per-peer share keeps its room)");
                 report = flood.report();
