@@ -130,6 +130,9 @@ seccompProfile:
     httpGet: {path: /q/health/live, port: {{ .Values.warden.managementPort }}}
     periodSeconds: 10
     failureThreshold: 3
+    # A stalled warden still holds its lock: the pod's 45 s grace (for llama-swap's drain) would keep every
+    # standby waiting that much longer. warden itself needs about a second to let go.
+    terminationGracePeriodSeconds: 5
   resources:
     {{- toYaml .Values.warden.resources | nindent 4 }}
   securityContext:

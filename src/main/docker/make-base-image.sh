@@ -5,12 +5,18 @@
 # Needs root (debootstrap, chroot) and podman. Then:
 #   podman build -f src/main/docker/Dockerfile.jvm --build-arg RUNTIME_IMAGE=localhost/warden-jre:25 -t warden:0.1.0 .
 #
+# The same minbase with Python instead of the JRE, for Dockerfile.lilbee's BASE:
+#   JRE=0 PACKAGES=python3-venv WORK=target/python-base-image make-base-image.sh localhost/python:3-bookworm
+#
 # usage: make-base-image.sh [IMAGE]   (default localhost/warden-jre:25; WORK=dir for the rootfs,
-#        JAVA_HOME for the JDK to jlink, REUSE=1 to keep an existing rootfs)
+#        JAVA_HOME for the JDK to jlink, REUSE=1 to keep an existing rootfs, PACKAGES=a,b Debian packages
+#        to add, JRE=0 for no JRE)
 set -euo pipefail
 image=${1:-localhost/warden-jre:25}
 work=${WORK:-target/base-image}
 jdk=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+packages=${PACKAGES:-}
+jre=${JRE:-1}
 # The Debian mirror apt itself uses here (commented-out lines in sources files are not mirrors).
 mirror=${MIRROR:-$(apt-cache policy 2>/dev/null | grep -oE 'https?://[^ ]+/debian ' | head -1 | tr -d ' ' || true)}
 if [ -z "$mirror" ]; then
@@ -25,21 +31,27 @@ fi
 if [ "${REUSE:-0}" != 1 ] || [ ! -x "$work/rootfs/bin/sh" ]; then
   rm -rf "$work" && mkdir -p "$work"
   echo "debootstrap bookworm from $mirror (log: $work/debootstrap.log)"
-  debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" > "$work/debootstrap.log" 2>&1 \
+  debootstrap --variant=minbase ${packages:+--include="$packages"} bookworm "$work/rootfs" "$mirror" > "$work/debootstrap.log" 2>&1 \
     || { tail -20 "$work/debootstrap.log" >&2; exit 1; }
 fi
-# The JRE: every module of the JDK but its development tools, as the official JRE images ship.
-rm -rf "$work/rootfs/opt/java"
-modules=$("$jdk/bin/java" --list-modules | sed 's/@.*//' \
-  | grep -vx -e jdk.jlink -e jdk.jpackage -e jdk.jshell -e jdk.compiler -e jdk.javadoc -e jdk.jdeps -e jdk.jartool \
-  | paste -sd,)
-"$jdk/bin/jlink" --add-modules "$modules" --strip-debug --no-man-pages --no-header-files --compress=zip-6 \
-  --output "$work/rootfs/opt/java/openjdk"
+if [ "$jre" = 1 ]; then
+  # The JRE: every module of the JDK but its development tools, as the official JRE images ship.
+  rm -rf "$work/rootfs/opt/java"
+  modules=$("$jdk/bin/java" --list-modules | sed 's/@.*//' \
+    | grep -vx -e jdk.jlink -e jdk.jpackage -e jdk.jshell -e jdk.compiler -e jdk.javadoc -e jdk.jdeps -e jdk.jartool \
+    | paste -sd,)
+  "$jdk/bin/jlink" --add-modules "$modules" --strip-debug --no-man-pages --no-header-files --compress=zip-6 \
+    --output "$work/rootfs/opt/java/openjdk"
+fi
 rm -rf "$work"/rootfs/var/cache/apt/archives/*.deb "$work"/rootfs/var/cache/apt/*.bin "$work"/rootfs/var/lib/apt/lists/*
-tar -C "$work/rootfs" -c . | podman import \
-  --change 'ENV JAVA_HOME=/opt/java/openjdk' \
-  --change 'ENV PATH=/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-  --change 'ENV LANG=C.UTF-8' \
-  --change 'CMD ["java","-version"]' \
-  - "$image" > /dev/null
-podman run --rm "$image" java -version
+if [ "$jre" = 1 ]; then
+  tar -C "$work/rootfs" -c . | podman import \
+    --change 'ENV JAVA_HOME=/opt/java/openjdk' \
+    --change 'ENV PATH=/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'ENV LANG=C.UTF-8' \
+    --change 'CMD ["java","-version"]' \
+    - "$image" > /dev/null
+  podman run --rm "$image" java -version
+else
+  tar -C "$work/rootfs" -c . | podman import --change 'ENV LANG=C.UTF-8' --change 'CMD ["bash"]' - "$image" > /dev/null
+fi

@@ -69,7 +69,10 @@ class KubernetesTypesInteropIT {
                 "the helm test pod runs warden's own image, which the cluster already has");
         // It asks through the Service's served port, the one the NetworkPolicy opens to anyone: no hole for its labels.
         int served = PodChecks.kind(objects, "Service").at("/spec/ports/0/port").asInt();
-        assertTrue(test.at("/spec/containers/0/command/2").asText().contains("/" + served + "\n"), test.toString());
+        String script = test.at("/spec/containers/0/command/2").asText();
+        assertTrue(script.contains("/" + served + "\"\n"), test.toString());
+        // Found by the variables the kubelet sets for the Service: no cluster DNS needed (KubeletInteropIT has none).
+        assertTrue(script.contains("${LIB_WARDEN_SERVICE_HOST:-lib-warden}"), script);
         assertEquals(rendered.split("(?m)^kind: ").length - 1, decoded.output().lines().count(),
                 "every rendered object is decoded: " + decoded.output());
     }

@@ -112,7 +112,11 @@ final class PodChecks {
     }
 
     static void assertHonoursTheProtocol(JsonNode deployment) {
-        assertEquals("Recreate", deployment.at("/spec/strategy/type").asText(), "a surge pod could never be ready");
+        // Standbys are never ready: availability must not count them (Recreate and any rolling update keeping a
+        // pod available leave the Deployment unavailable and deadlock an update; KubeletInteropIT).
+        assertEquals("RollingUpdate", deployment.at("/spec/strategy/type").asText());
+        assertEquals(0, deployment.at("/spec/strategy/rollingUpdate/maxSurge").asInt(-1), "a surge pod could never be ready");
+        assertEquals("100%", deployment.at("/spec/strategy/rollingUpdate/maxUnavailable").asText());
         JsonNode pod = deployment.at("/spec/template/spec");
         assertTrue(pod.path("shareProcessNamespace").asBoolean(), "stopping the engine needs its processes");
         assertTrue(pod.path("terminationGracePeriodSeconds").asInt() > 35, "above llama-swap's 35 s backstop");
@@ -126,6 +130,8 @@ final class PodChecks {
         assertEquals("/q/health/live", warden.at("/livenessProbe/httpGet/path").asText(), "liveness never on the lock");
         assertEquals("/q/health/ready", warden.at("/readinessProbe/httpGet/path").asText());
         assertEquals("/q/health/started", warden.at("/startupProbe/httpGet/path").asText());
+        int livenessGrace = warden.at("/livenessProbe/terminationGracePeriodSeconds").asInt(Integer.MAX_VALUE);
+        assertTrue(livenessGrace <= 10, "a stalled warden holds its lock until killed: not the pod's grace, " + livenessGrace);
         assertFalse(pod.path("automountServiceAccountToken").asBoolean(true), "no API token in every container");
         int management = -1;
         for (JsonNode port : warden.path("ports")) {
@@ -153,6 +159,10 @@ final class PodChecks {
             assertEquals("ALL", security.at("/capabilities/drop/0").asText(), name);
             assertEquals("RuntimeDefault", security.at("/seccompProfile/type").asText(), name);
             assertTrue(container.path("volumeMounts").toString().contains("\"/tmp\""), name + ": a writable /tmp on a read-only root");
+            if (container != warden) {
+                assertTrue(container.at("/readinessProbe/tcpSocket/port").isInt(),
+                        name + " restarted in place is ready once it listens, not at its start: " + container.path("readinessProbe"));
+            }
         }
     }
 }

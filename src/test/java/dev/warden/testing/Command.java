@@ -3,6 +3,8 @@ package dev.warden.testing;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 /** Another program run to its end: what the deployment tests run helm, kubectl, kubecheck and podman with. */
@@ -23,12 +25,20 @@ public final class Command {
                 in.write(stdin.getBytes(StandardCharsets.UTF_8));
             }
         }
-        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        // Read beside the wait: a command that never ends never closes its output either.
+        CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                return "(output unreadable: " + e.getMessage() + ")";
+            }
+        }, Executors.newVirtualThreadPerTaskExecutor());
         if (!process.waitFor(180, TimeUnit.SECONDS)) {
             process.destroyForcibly();
-            throw new AssertionError(String.join(" ", command) + " did not finish: " + out);
+            process.waitFor(10, TimeUnit.SECONDS);
+            throw new AssertionError(String.join(" ", command) + " did not finish in 180 s: " + out.getNow("(no output)"));
         }
-        return new Run(process.exitValue(), out);
+        return new Run(process.exitValue(), out.join());
     }
 
     /** The same, and it must exit 0: its output. */

@@ -21,10 +21,12 @@ public final class ControlPlane implements AutoCloseable {
     private final Path work;
     private final List<Process> processes = new ArrayList<>();
     private final Path kubeconfig;
+    private final Kubectl kubectl;
 
     private ControlPlane(Path work) {
         this.work = work;
         this.kubeconfig = work.resolve("kubeconfig");
+        this.kubectl = new Kubectl(kubeconfig);
     }
 
     /** Starts the control plane from the binaries in {@code bin}, keeping its state in {@code work}; returns once it is ready. */
@@ -93,29 +95,17 @@ public final class ControlPlane implements AutoCloseable {
 
     /** kubectl against this control plane, {@code stdin} (may be null) fed to it. */
     public Command.Run kubectl(String stdin, String... args) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of("kubectl", "--kubeconfig=" + kubeconfig));
-        command.addAll(List.of(args));
-        return Command.run(stdin, command);
+        return kubectl.run(stdin, args);
     }
 
     /** kubectl, which must succeed. */
     public String ok(String stdin, String... args) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of("kubectl", "--kubeconfig=" + kubeconfig));
-        command.addAll(List.of(args));
-        return Command.ok(stdin, command);
+        return kubectl.ok(stdin, args);
     }
 
     /** kubectl's output when it succeeds; empty when it fails or cannot run: for waiting on a condition. */
     public Optional<String> poll(String... args) {
-        try {
-            Command.Run run = kubectl(null, args);
-            return run.exitCode() == 0 ? Optional.of(run.output()) : Optional.empty();
-        } catch (IOException e) {
-            return Optional.empty();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return Optional.empty();
-        }
+        return kubectl.poll(args);
     }
 
     /**

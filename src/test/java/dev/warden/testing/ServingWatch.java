@@ -1,0 +1,141 @@
+package dev.warden.testing;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.discovery.v1.Endpoint;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+
+/**
+ * Watches one workload's pods and one Service's EndpointSlices, as the API server tells them, and keeps
+ * every sample: after each event, which pods are Ready and which are ready endpoints. A pod counts while it
+ * exists and is not being deleted; pods on a node the test has lost are left out (the API server keeps
+ * them Ready until the node controller marks the node unreachable).
+ */
+public final class ServingWatch implements AutoCloseable {
+
+    /** One sample: when (nanoTime), the Ready pods and the pods the EndpointSlices call ready. */
+    public record Sample(long at, Set<String> ready, Set<String> endpoints) {
+    }
+
+    private final Map<String, Pod> pods = new ConcurrentHashMap<>();
+    private final Map<String, EndpointSlice> slices = new ConcurrentHashMap<>();
+    private final Set<String> lostNodes = ConcurrentHashMap.newKeySet();
+    private final List<Sample> samples = new ArrayList<>();
+    private final SharedIndexInformer<Pod> podInformer;
+    private final SharedIndexInformer<EndpointSlice> sliceInformer;
+
+    /** The pods {@code selector} (label=value) picks in {@code namespace}, and the EndpointSlices of {@code service}. */
+    public ServingWatch(KubernetesClient client, String namespace, String selector, String service) {
+        String[] label = selector.split("=", 2);
+        podInformer = client.pods().inNamespace(namespace).withLabel(label[0], label[1]).inform(handler(p -> pods.put(p.getMetadata().getName(), p),
+                p -> pods.remove(p.getMetadata().getName())));
+        sliceInformer = client.resources(EndpointSlice.class).inNamespace(namespace)
+                .withLabel("kubernetes.io/service-name", service)
+                .inform(handler(s -> slices.put(s.getMetadata().getName(), s), s -> slices.remove(s.getMetadata().getName())));
+    }
+
+    private <T> ResourceEventHandler<T> handler(Consumer<T> put, Consumer<T> remove) {
+        return new ResourceEventHandler<>() {
+            @Override
+            public void onAdd(T object) {
+                put.accept(object);
+                sample();
+            }
+
+            @Override
+            public void onUpdate(T old, T object) {
+                put.accept(object);
+                sample();
+            }
+
+            @Override
+            public void onDelete(T object, boolean unknownFinalState) {
+                remove.accept(object);
+                sample();
+            }
+        };
+    }
+
+    private synchronized void sample() {
+        samples.add(new Sample(System.nanoTime(), ready(), endpoints()));
+    }
+
+    /** Pods on {@code node} are no longer counted from now on. */
+    public synchronized void lose(String node) {
+        lostNodes.add(node);
+        sample();
+    }
+
+    /** The pods Ready now. */
+    public synchronized Set<String> ready() {
+        Set<String> ready = new TreeSet<>();
+        for (Pod pod : pods.values()) {
+            if (counted(pod) && pod.getStatus() != null && pod.getStatus().getConditions() != null
+                    && pod.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()))) {
+                ready.add(pod.getMetadata().getName());
+            }
+        }
+        return ready;
+    }
+
+    /** The pods the EndpointSlices call ready now. */
+    public synchronized Set<String> endpoints() {
+        Set<String> ready = new TreeSet<>();
+        for (EndpointSlice slice : slices.values()) {
+            for (Endpoint endpoint : Optional.ofNullable(slice.getEndpoints()).orElse(List.of())) {
+                if (endpoint.getConditions() != null && Boolean.TRUE.equals(endpoint.getConditions().getReady())
+                        && endpoint.getTargetRef() != null && !lostNodes.contains(String.valueOf(endpoint.getNodeName()))) {
+                    ready.add(endpoint.getTargetRef().getName());
+                }
+            }
+        }
+        return ready;
+    }
+
+    private boolean counted(Pod pod) {
+        return pod.getMetadata().getDeletionTimestamp() == null
+                && (pod.getSpec() == null || !lostNodes.contains(String.valueOf(pod.getSpec().getNodeName())));
+    }
+
+    /** The pods as last seen, by name. */
+    public Map<String, Pod> pods() {
+        return Map.copyOf(pods);
+    }
+
+    /** Every sample with more than one pod Ready or more than one ready endpoint. */
+    public synchronized List<Sample> overlaps() {
+        return samples.stream().filter(s -> s.ready().size() > 1 || s.endpoints().size() > 1).toList();
+    }
+
+    /** How many samples were taken. */
+    public synchronized int size() {
+        return samples.size();
+    }
+
+    /**
+     * The first time at or after {@code since} (nanoTime) that a pod other than {@code not} (null: any pod)
+     * was Ready and a ready endpoint; empty while none was.
+     */
+    public synchronized Optional<Long> firstServing(long since, String not) {
+        return samples.stream().filter(s -> s.at() >= since)
+                .filter(s -> s.ready().stream().anyMatch(p -> !p.equals(not)) && s.endpoints().stream().anyMatch(p -> !p.equals(not)))
+                .filter(s -> s.ready().equals(s.endpoints()))
+                .map(Sample::at).findFirst();
+    }
+
+    @Override
+    public void close() {
+        podInformer.close();
+        sliceInformer.close();
+    }
+}
