@@ -1,5 +1,6 @@
 package dev.warden.testing;
 
+import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.discovery.v1.Endpoint;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
@@ -29,6 +30,7 @@ public final class ServingWatch implements AutoCloseable {
 
     private final Map<String, Pod> pods = new ConcurrentHashMap<>();
     private final Map<String, EndpointSlice> slices = new ConcurrentHashMap<>();
+    private final Map<String, Integer> exits = new java.util.HashMap<>();
     private final Set<String> lostNodes = ConcurrentHashMap.newKeySet();
     private final List<Sample> samples = new ArrayList<>();
     private final SharedIndexInformer<Pod> podInformer;
@@ -37,7 +39,7 @@ public final class ServingWatch implements AutoCloseable {
     /** The pods {@code selector} (label=value) picks in {@code namespace}, and the EndpointSlices of {@code service}. */
     public ServingWatch(KubernetesClient client, String namespace, String selector, String service) {
         String[] label = selector.split("=", 2);
-        podInformer = client.pods().inNamespace(namespace).withLabel(label[0], label[1]).inform(handler(p -> pods.put(p.getMetadata().getName(), p),
+        podInformer = client.pods().inNamespace(namespace).withLabel(label[0], label[1]).inform(handler(this::put,
                 p -> pods.remove(p.getMetadata().getName())));
         sliceInformer = client.resources(EndpointSlice.class).inNamespace(namespace)
                 .withLabel("kubernetes.io/service-name", service)
@@ -64,6 +66,28 @@ public final class ServingWatch implements AutoCloseable {
                 sample();
             }
         };
+    }
+
+    /** Keeps the pod, counting each container restart by the exit code it restarted after. */
+    private synchronized void put(Pod pod) {
+        Pod before = pods.put(pod.getMetadata().getName(), pod);
+        Map<String, Integer> restarts = new java.util.HashMap<>();
+        if (before != null && before.getStatus() != null) {
+            before.getStatus().getContainerStatuses().forEach(c -> restarts.put(c.getName(), c.getRestartCount()));
+        }
+        if (pod.getStatus() != null) {
+            for (ContainerStatus container : pod.getStatus().getContainerStatuses()) {
+                if (container.getRestartCount() > restarts.getOrDefault(container.getName(), 0) && container.getLastState() != null
+                        && container.getLastState().getTerminated() != null) {
+                    exits.merge(container.getName() + ":" + container.getLastState().getTerminated().getExitCode(), 1, Integer::sum);
+                }
+            }
+        }
+    }
+
+    /** How many times a container named {@code container} restarted after exiting with {@code code}, as seen. */
+    public synchronized int exits(String container, int code) {
+        return exits.getOrDefault(container + ":" + code, 0);
     }
 
     private synchronized void sample() {
@@ -131,6 +155,12 @@ public final class ServingWatch implements AutoCloseable {
                 .filter(s -> s.ready().stream().anyMatch(p -> !p.equals(not)) && s.endpoints().stream().anyMatch(p -> !p.equals(not)))
                 .filter(s -> s.ready().equals(s.endpoints()))
                 .map(Sample::at).findFirst();
+    }
+
+    /** The first time at or after {@code since} (nanoTime) that {@code pod} was not Ready or not a ready endpoint. */
+    public synchronized Optional<Long> firstWithout(long since, String pod) {
+        return samples.stream().filter(s -> s.at() >= since)
+                .filter(s -> !s.ready().contains(pod) || !s.endpoints().contains(pod)).map(Sample::at).findFirst();
     }
 
     @Override

@@ -1,0 +1,167 @@
+package dev.warden.bench;
+
+import static dev.warden.bench.TakeoverBench.row;
+import static dev.warden.bench.TakeoverBench.stats;
+
+import dev.warden.testing.ClusterRelease;
+import dev.warden.testing.InteropTools;
+import dev.warden.testing.KubeletCluster;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Figure 11: failover on a real kubelet ({@link KubeletCluster}, two nodes), the chart installed with helm as a
+ * user would, and figure 7's question again without a test kubelet: gate mode with the reference lilbee image
+ * against bare lilbee replicas, which the kubelet's CrashLoopBackOff paces. Each round waits for one pod serving
+ * and one standing by, waits a seeded random moment (up to 30 s: where in the standby's back-off the fault lands),
+ * then kills, and times until another pod, or the same one restarted, is Ready and the Service's one ready
+ * endpoint, as the API server reports them.
+ */
+class KubeletFailoverBench {
+
+    /** The random wait before each kill: up to this long (CI's short run waits less). */
+    private static final int RANDOM_WINDOW_MS = Integer.getInteger("warden.bench.kubelet-random-ms", 30_000);
+    private static final String NODE1 = ClusterRelease.NODE1;
+    private static final List<String> LILBEE = List.of("--set", "mode=gate", "--set", "lilbee.image.repository=localhost/lilbee",
+            "--set-string", "lilbee.image.tag=0.6.90b449", "--set", "lilbee.image.pullPolicy=Never");
+
+    private final Random random = new Random(11);
+
+    @Test
+    void failoverOnARealKubelet() throws Exception {
+        Path tools = Path.of(InteropTools.path("control-plane"));
+        Path images = Path.of(InteropTools.path("node-images"));
+        String helm = InteropTools.path("helm");
+        int rounds = Integer.getInteger("warden.bench.kubelet-rounds", 10);
+        int lilbeeRounds = Integer.getInteger("warden.bench.kubelet-lilbee-rounds", 20);
+        List<String> rows = new ArrayList<>();
+        List<String> installs = new ArrayList<>();
+        try (KubeletCluster cluster = KubeletCluster.start(tools, images, Path.of("target/kubelet-bench").toAbsolutePath(), 2)) {
+            try (ClusterRelease hold = ClusterRelease.helm(cluster, helm, "hold", List.of(), NODE1)) {
+                installs.add(seconds("hold", hold.installed()));
+                rows.add(row("hold: the serving pod force-deleted", failovers(hold, rounds, hold::forceDelete), "-"));
+                rows.add(row("hold: the serving pod's warden SIGKILLed (llama-swap runs on in it)",
+                        failovers(hold, rounds, pod -> hold.kill(pod, "warden", "KILL")), "-"));
+            }
+            try (ClusterRelease gate = ClusterRelease.helm(cluster, helm, "gate", LILBEE, NODE1)) {
+                installs.add(seconds("gate", gate.installed()));
+                rows.add(row("gate, real lilbee: the serving pod force-deleted", failovers(gate, lilbeeRounds, gate::forceDelete),
+                        Integer.toString(gate.watch().exits("lilbee", 3))));
+                rows.add(row("gate, real lilbee: the serving lilbee SIGKILLed (restarted in place)",
+                        restarts(gate, lilbeeRounds, "lilbee"), Integer.toString(gate.watch().exits("lilbee", 3))));
+            }
+            try (ClusterRelease bare = ClusterRelease.manifests(cluster, "bare", bareLilbee(), "app=bare-lilbee", "bare-lilbee")) {
+                installs.add(seconds("bare lilbee", bare.installed()));
+                rows.add(row("bare lilbee replicas: the serving pod force-deleted", failovers(bare, lilbeeRounds, bare::forceDelete),
+                        Integer.toString(bare.watch().exits("lilbee", 3))));
+                rows.add(row("bare lilbee replicas: the serving lilbee SIGKILLed", restarts(bare, lilbeeRounds, "lilbee"),
+                        Integer.toString(bare.watch().exits("lilbee", 3))));
+            }
+            List<String> lease = new ArrayList<>(LILBEE);
+            lease.addAll(List.of("--set", "gate.election=lease", "--set-json",
+                    "affinity={\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":"
+                            + "{\"matchLabels\":{\"app.kubernetes.io/instance\":\"w\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}"));
+            try (ClusterRelease leased = ClusterRelease.helm(cluster, helm, "gate-lease", lease, null)) {
+                installs.add(seconds("gate with a Lease", leased.installed()));
+                rows.add(row("gate, Lease across two nodes: the serving pod force-deleted",
+                        failovers(leased, rounds, leased::forceDelete), "-"));
+                // Restarted in place under the same identity, it wins its own Lease back (its lilbee, fenced while it
+                // had not yet read the Lease, restarts): a pod serves again, usually the same one.
+                rows.add(row("gate, Lease across two nodes: the serving warden SIGKILLed (restarted in place)",
+                        restarts(leased, rounds, "warden"), "-"));
+            }
+        }
+        Report.section("11. Failover on a real kubelet",
+                "A real cluster on this machine (src/test/kubernetes/node-up.sh: kubelet, containerd, kube-proxy v1.37.2, two"
+                        + " nodes), the chart installed with helm, 2 replicas on one ReadWriteMany hostPath claim; hold and gate"
+                        + " on one node, the Lease across both. Each round: one pod serving and one standing by, then a seeded"
+                        + " random wait of up to " + RANDOM_WINDOW_MS / 1000 + " s, then the kill; time until a pod (another, or"
+                        + " the same one restarted in place) is Ready and the Service's one ready endpoint, from a watch of the"
+                        + " API server. Bare lilbee replicas: the reference lilbee image alone, 2 replicas, ready once it listens"
+                        + " (a tcpSocket probe); the standby's lilbee exits 3 after waiting 15 s for server.lock and the"
+                        + " kubelet's CrashLoopBackOff restarts it (10 s doubling to 5 minutes). helm install to the first pod"
+                        + " Ready: " + String.join(", ", installs) + ".",
+                List.of("| failover | median ms | p99 ms | min ms | max ms | rounds | lilbee exits 3 |",
+                        "|---|---|---|---|---|---|---|"),
+                rows);
+    }
+
+    private long[] failovers(ClusterRelease release, int rounds, ClusterRelease.Kill kill) throws Exception {
+        long[] micros = new long[rounds];
+        for (int round = 0; round < rounds; round++) {
+            release.steady();
+            Thread.sleep(random.nextInt(RANDOM_WINDOW_MS));
+            micros[round] = release.failover("a kill", kill).toNanos() / 1000;
+        }
+        release.noOverlap();
+        return stats(micros);
+    }
+
+    /** {@code container} of the serving pod SIGKILLed: the time until a pod serves again (the same one restarted, or another). */
+    private long[] restarts(ClusterRelease release, int rounds, String container) throws Exception {
+        long[] micros = new long[rounds];
+        for (int round = 0; round < rounds; round++) {
+            release.steady();
+            Thread.sleep(random.nextInt(RANDOM_WINDOW_MS));
+            micros[round] = release.servesAgain(container).toNanos() / 1000;
+        }
+        release.noOverlap();
+        return stats(micros);
+    }
+
+    private static String seconds(String what, Duration took) {
+        return String.format(Locale.ROOT, "%s %.1f s", what, took.toMillis() / 1000.0);
+    }
+
+    /** lilbee alone, as users run it without warden: 2 replicas on one data root, ready once it listens. */
+    private static String bareLilbee() {
+        return """
+                apiVersion: apps/v1
+                kind: Deployment
+                metadata: {name: bare-lilbee}
+                spec:
+                  replicas: 2
+                  selector: {matchLabels: {app: bare-lilbee}}
+                  template:
+                    metadata: {labels: {app: bare-lilbee}}
+                    spec:
+                      automountServiceAccountToken: false
+                      nodeSelector: {kubernetes.io/hostname: %s}
+                      securityContext: {runAsNonRoot: true, runAsUser: 1001, runAsGroup: 1001, fsGroup: 1001, seccompProfile: {type: RuntimeDefault}}
+                      containers:
+                        - name: lilbee
+                          image: localhost/lilbee:0.6.90b449
+                          imagePullPolicy: Never
+                          args: [serve, --host, 0.0.0.0, --port, "8080"]
+                          env:
+                            - {name: LILBEE_DATA, value: /var/lib/lilbee}
+                            - {name: HOME, value: /home/lilbee}
+                          ports: [{name: http, containerPort: 8080}]
+                          readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1, failureThreshold: 1}
+                          securityContext:
+                            readOnlyRootFilesystem: true
+                            allowPrivilegeEscalation: false
+                            capabilities: {drop: [ALL]}
+                          volumeMounts:
+                            - {name: shared, mountPath: /var/lib/lilbee}
+                            - {name: home, mountPath: /home/lilbee}
+                            - {name: tmp, mountPath: /tmp}
+                      volumes:
+                        - {name: shared, persistentVolumeClaim: {claimName: shared-lilbee}}
+                        - {name: home, emptyDir: {}}
+                        - {name: tmp, emptyDir: {}}
+                ---
+                apiVersion: v1
+                kind: Service
+                metadata: {name: bare-lilbee}
+                spec:
+                  selector: {app: bare-lilbee}
+                  ports: [{name: http, port: 8080, targetPort: 8080}]
+                """.formatted(NODE1);
+    }
+}

@@ -1,0 +1,280 @@
+package dev.warden.testing;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.Pod;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Predicate;
+import java.util.stream.Stream;
+
+/**
+ * Two replicas of one workload on a {@link KubeletCluster}, in a namespace of their own that PodSecurity holds
+ * to {@code restricted}, sharing one ReadWriteMany hostPath claim ({@code shared-lilbee}; each node shows its
+ * pods a directory of its own), with a {@link ServingWatch} of their pods and Service from the start: the
+ * chart installed with helm ({@link #helm}), or plain manifests ({@link #manifests}).
+ */
+public final class ClusterRelease implements AutoCloseable {
+
+    public static final String RELEASE = "w";
+    public static final String FULLNAME = "w-warden";
+    public static final String NODE1 = "warden-node";
+
+    /** A kill of something in a pod, given the pod's name. */
+    public interface Kill {
+        void apply(String pod) throws Exception;
+    }
+
+    private final KubeletCluster cluster;
+    private final String helm;
+    private final String namespace;
+    private final List<String> values;
+    private final Predicate<Pod> standing;
+    private final ServingWatch watch;
+    private Duration installed = Duration.ZERO;
+
+    private ClusterRelease(KubeletCluster cluster, String helm, String namespace, List<String> values, String selector,
+            String service, Predicate<Pod> standing) {
+        this.cluster = cluster;
+        this.helm = helm;
+        this.namespace = namespace;
+        this.values = values;
+        this.standing = standing;
+        this.watch = new ServingWatch(cluster.client(), namespace, selector, service);
+    }
+
+    /**
+     * The chart, 2 replicas, warden's and llama-swap's local images, plus {@code modeValues}; {@code node}: every
+     * pod there (file locks meet only on one kernel), null: wherever the values say. Returns once a pod serves.
+     */
+    public static ClusterRelease helm(KubeletCluster cluster, String helm, String namespace, List<String> modeValues, String node)
+            throws Exception {
+        claim(cluster, namespace);
+        List<String> values = new ArrayList<>(List.of("--set", "replicas=2", "--set", "storage.existingClaim=shared-lilbee",
+                "--set", "storage.accessModes={ReadWriteMany}", "--set", "image.repository=localhost/warden",
+                "--set-string", "image.tag=0.1.0", "--set", "image.pullPolicy=Never", "--set", "engine.image.repository=localhost/llama-swap",
+                "--set-string", "engine.image.tag=cpu", "--set", "engine.image.pullPolicy=Never"));
+        values.addAll(modeValues);
+        if (node != null) {
+            values.addAll(List.of("--set-string", "nodeSelector.kubernetes\\.io/hostname=" + node));
+        }
+        // The Deployment's pods (its selector's name label), not the helm test's; a standby's warden is running.
+        ClusterRelease release = new ClusterRelease(cluster, helm, namespace, values, "app.kubernetes.io/name=warden", FULLNAME,
+                pod -> pod.getStatus().getInitContainerStatuses().stream()
+                        .anyMatch(s -> s.getName().equals("warden") && s.getState().getRunning() != null));
+        long started = System.nanoTime();
+        release.helm("install", "--wait", "--timeout", "5m");
+        release.installed = release.firstServing(started, Duration.ofMinutes(5));
+        return release;
+    }
+
+    /** {@code yaml} applied in the namespace: pods {@code selector} picks, behind {@code service}. Returns once one serves. */
+    public static ClusterRelease manifests(KubeletCluster cluster, String namespace, String yaml, String selector, String service)
+            throws Exception {
+        claim(cluster, namespace);
+        ClusterRelease release = new ClusterRelease(cluster, null, namespace, List.of(), selector, service,
+                pod -> pod.getSpec().getNodeName() != null);
+        long started = System.nanoTime();
+        cluster.kubectl().ok(yaml, "-n", namespace, "apply", "-f", "-");
+        release.installed = release.firstServing(started, Duration.ofMinutes(5));
+        return release;
+    }
+
+    /** The namespace, and its claim bound to a hostPath volume every node has (owned by the pods' UID). */
+    private static void claim(KubeletCluster cluster, String namespace) throws IOException, InterruptedException {
+        Kubectl kubectl = cluster.kubectl();
+        kubectl.ok(null, "create", "namespace", namespace);
+        kubectl.ok(null, "label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted",
+                "pod-security.kubernetes.io/warn=restricted");
+        for (int n = 1; n <= 2; n++) {
+            Path dir = Files.createDirectories(cluster.shared(n).resolve(namespace));
+            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxrwx---"));
+            Command.ok(null, List.of("chown", "1001:1001", dir.toString()));
+        }
+        kubectl.ok("""
+                apiVersion: v1
+                kind: PersistentVolume
+                metadata: {name: shared-%1$s}
+                spec:
+                  capacity: {storage: 1Gi}
+                  accessModes: [ReadWriteMany]
+                  persistentVolumeReclaimPolicy: Retain
+                  storageClassName: ""
+                  claimRef: {namespace: %1$s, name: shared-lilbee}
+                  hostPath: {path: %2$s, type: Directory}
+                ---
+                apiVersion: v1
+                kind: PersistentVolumeClaim
+                metadata: {name: shared-lilbee, namespace: %1$s}
+                spec:
+                  accessModes: [ReadWriteMany]
+                  storageClassName: ""
+                  volumeName: shared-%1$s
+                  resources: {requests: {storage: 1Gi}}
+                """.formatted(namespace, cluster.sharedPath().resolve(namespace)), "apply", "-f", "-");
+    }
+
+    /** helm {@code verb} on this release with its values and {@code more}. */
+    public String helm(String verb, String... more) throws Exception {
+        List<String> command = new ArrayList<>(List.of(helm, verb, RELEASE, "helm/warden", "-n", namespace,
+                "--kubeconfig", cluster.kubectl().kubeconfig().toString()));
+        command.addAll(values);
+        command.addAll(List.of(more));
+        return Command.ok(null, command);
+    }
+
+    public ServingWatch watch() {
+        return watch;
+    }
+
+    /** From the install until a pod first served. */
+    public Duration installed() {
+        return installed;
+    }
+
+    public Pod pod(String name) {
+        return Optional.ofNullable(watch.pods().get(name)).orElseThrow(() -> new AssertionError("no pod " + name + " in " + namespace));
+    }
+
+    public static ContainerStatus status(Pod pod, String container) {
+        return Stream.concat(pod.getStatus().getInitContainerStatuses().stream(), pod.getStatus().getContainerStatuses().stream())
+                .filter(s -> s.getName().equals(container)).findFirst()
+                .orElseThrow(() -> new AssertionError("no status of " + container + " in " + pod.getMetadata().getName()));
+    }
+
+    public String servingPod() {
+        Set<String> ready = watch.ready();
+        assertEquals(1, ready.size(), "one pod Ready: " + ready);
+        return ready.iterator().next();
+    }
+
+    /** One pod Ready and the one ready endpoint, the other standing by. */
+    public void steady() {
+        Await.until("one pod serves and one stands by in " + namespace, Duration.ofMinutes(6), () -> {
+            Set<String> ready = watch.ready();
+            long standby = watch.pods().values().stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null)
+                    .filter(p -> !ready.contains(p.getMetadata().getName())).filter(standing).count();
+            return ready.size() == 1 && ready.equals(watch.endpoints()) && standby == 1;
+        });
+    }
+
+    /** Steady, and in the standby {@code main} never started. */
+    public void oneServingAndTheStandbysMainContainerNeverStarted(String main) {
+        steady();
+        String serving = servingPod();
+        for (Pod pod : watch.pods().values()) {
+            if (!pod.getMetadata().getName().equals(serving)) {
+                ContainerStatus standby = status(pod, main);
+                assertNotEquals(Boolean.TRUE, standby.getStarted(), main + " started in the standby: " + standby);
+                assertTrue(standby.getState().getWaiting() != null, main + " in the standby: " + standby);
+                assertTrue(standby.getLastState() == null || standby.getLastState().getTerminated() == null, "it never ran: " + standby);
+            }
+        }
+        assertEquals(Set.of(serving), watch.endpoints(), "only the serving pod is a ready endpoint");
+    }
+
+    /** From steady, {@code kill} of the serving pod until another pod serves. */
+    public Duration failover(String how, Kill kill) throws Exception {
+        steady();
+        String victim = servingPod();
+        long at = System.nanoTime();
+        kill.apply(victim);
+        Await.until("another pod serves after " + how, Duration.ofMinutes(2), () -> watch.firstServing(at, victim).isPresent());
+        return Duration.ofNanos(watch.firstServing(at, victim).orElseThrow() - at);
+    }
+
+    /**
+     * {@code container} of the serving pod SIGKILLed: the kubelet restarts it in place and the same pod serves
+     * again (Ready, the one ready endpoint); the time until it does.
+     */
+    public Duration recovers(String how, String serving, String container) throws Exception {
+        int restarts = status(pod(serving), container).getRestartCount();
+        long at = System.nanoTime();
+        kill(serving, container, "KILL");
+        Await.until(container + " restarted", Duration.ofSeconds(60), () -> status(pod(serving), container).getRestartCount() > restarts);
+        Await.until("the same pod serves again after " + how, Duration.ofMinutes(6),
+                () -> watch.ready().equals(Set.of(serving)) && watch.endpoints().equals(Set.of(serving))
+                        && Boolean.TRUE.equals(status(pod(serving), container).getReady()));
+        return Duration.ofNanos(System.nanoTime() - at);
+    }
+
+    /**
+     * From steady, {@code container} of the serving pod SIGKILLed: the time until a pod serves again, the same one
+     * (restarted in place) or another, once the watch saw the killed one leave the Service.
+     */
+    public Duration servesAgain(String container) throws Exception {
+        steady();
+        String serving = servingPod();
+        long at = System.nanoTime();
+        kill(serving, container, "KILL");
+        Await.until("the pod whose " + container + " was killed leaves the Service", Duration.ofSeconds(60),
+                () -> watch.firstWithout(at, serving).isPresent());
+        long left = watch.firstWithout(at, serving).orElseThrow();
+        return Duration.ofNanos(left - at).plus(firstServing(left, Duration.ofMinutes(8)));
+    }
+
+    /** From {@code since} (nanoTime) until a pod first served, waiting at most {@code patience}. */
+    public Duration firstServing(long since, Duration patience) {
+        Await.until("a pod of " + namespace + " serves", patience, () -> watch.firstServing(since, null).isPresent());
+        return Duration.ofNanos(watch.firstServing(since, null).orElseThrow() - since);
+    }
+
+    public void forceDelete(String pod) throws Exception {
+        cluster.kubectl().ok(null, "-n", namespace, "delete", "pod", pod, "--grace-period=0", "--force");
+    }
+
+    /** {@code signal} to the process of {@code container} in {@code pod}, on its node. */
+    public void kill(String pod, String container, String signal) throws Exception {
+        Pod p = pod(pod);
+        int node = p.getSpec().getNodeName().equals(NODE1) ? 1 : 2;
+        long pid = cluster.containerPid(node, status(p, container).getContainerID());
+        Command.ok(null, List.of("kill", "-" + signal, Long.toString(pid)));
+    }
+
+    /** A changed value rolls the Deployment to new pods, one of which serves: the time from the upgrade until it does. */
+    public Duration upgradeRollsToNewPods() throws Exception {
+        steady();
+        Set<String> before = watch.pods().keySet();
+        long at = System.nanoTime();
+        helm("upgrade", "--wait", "--timeout", "5m", "--set", "podAnnotations.rolled=yes");
+        Await.until("a new pod serves", Duration.ofMinutes(3), () -> watch.ready().stream().anyMatch(p -> !before.contains(p)));
+        Duration rolled = Duration.ofNanos(System.nanoTime() - at);
+        steady();
+        return rolled;
+    }
+
+    public void helmTest() throws Exception {
+        String out = Command.ok(null, List.of(helm, "test", RELEASE, "-n", namespace, "--kubeconfig",
+                cluster.kubectl().kubeconfig().toString(), "--logs", "--timeout", "2m"));
+        assertTrue(out.contains("Succeeded"), out);
+    }
+
+    /** Never two pods Ready, never two ready endpoints, at any event the watch saw. */
+    public void noOverlap() {
+        assertEquals(List.of(), watch.overlaps(), "two pods served at once (" + watch.size() + " samples)");
+    }
+
+    /** Uninstalls; pods a lost node can no longer confirm gone are deleted by force. */
+    @Override
+    public void close() throws IOException, InterruptedException {
+        watch.close();
+        Kubectl kubectl = cluster.kubectl();
+        if (helm != null) {
+            Command.run(null, List.of(helm, "uninstall", RELEASE, "-n", namespace, "--kubeconfig",
+                    kubectl.kubeconfig().toString(), "--wait", "--timeout", "90s"));
+        }
+        kubectl.run(null, "-n", namespace, "delete", "all", "--all", "--grace-period=0", "--force");
+        kubectl.run(null, "delete", "namespace", namespace, "--wait=true", "--timeout=90s");
+        kubectl.run(null, "delete", "pv", "shared-" + namespace, "--ignore-not-found", "--wait=false");
+    }
+}
