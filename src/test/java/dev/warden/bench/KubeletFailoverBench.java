@@ -27,8 +27,6 @@ class KubeletFailoverBench {
     /** The random wait before each kill: up to this long (CI's short run waits less). */
     private static final int RANDOM_WINDOW_MS = Integer.getInteger("warden.bench.kubelet-random-ms", 30_000);
     private static final String NODE1 = ClusterRelease.NODE1;
-    private static final List<String> LILBEE = List.of("--set", "mode=gate", "--set", "lilbee.image.repository=localhost/lilbee",
-            "--set-string", "lilbee.image.tag=0.6.90b449", "--set", "lilbee.image.pullPolicy=Never");
 
     private final Random random = new Random(11);
 
@@ -48,7 +46,7 @@ class KubeletFailoverBench {
                 rows.add(row("hold: the serving pod's warden SIGKILLed (llama-swap runs on in it)",
                         failovers(hold, rounds, pod -> hold.kill(pod, "warden", "KILL")), "-"));
             }
-            try (ClusterRelease gate = ClusterRelease.helm(cluster, helm, "gate", LILBEE, NODE1)) {
+            try (ClusterRelease gate = ClusterRelease.helm(cluster, helm, "gate", ClusterRelease.GATE, NODE1)) {
                 installs.add(seconds("gate", gate.installed()));
                 rows.add(row("gate, real lilbee: the serving pod force-deleted", failovers(gate, lilbeeRounds, gate::forceDelete),
                         Integer.toString(gate.watch().exits("lilbee", 3))));
@@ -62,11 +60,7 @@ class KubeletFailoverBench {
                 rows.add(row("bare lilbee replicas: the serving lilbee SIGKILLed", restarts(bare, lilbeeRounds, "lilbee"),
                         Integer.toString(bare.watch().exits("lilbee", 3))));
             }
-            List<String> lease = new ArrayList<>(LILBEE);
-            lease.addAll(List.of("--set", "gate.election=lease", "--set-json",
-                    "affinity={\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":"
-                            + "{\"matchLabels\":{\"app.kubernetes.io/instance\":\"w\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}"));
-            try (ClusterRelease leased = ClusterRelease.helm(cluster, helm, "gate-lease", lease, null)) {
+            try (ClusterRelease leased = ClusterRelease.helm(cluster, helm, "gate-lease", ClusterRelease.GATE_LEASE, null)) {
                 installs.add(seconds("gate with a Lease", leased.installed()));
                 rows.add(row("gate, Lease across two nodes: the serving pod force-deleted",
                         failovers(leased, rounds, leased::forceDelete), "-"));
@@ -91,27 +85,31 @@ class KubeletFailoverBench {
                 rows);
     }
 
-    private long[] failovers(ClusterRelease release, int rounds, ClusterRelease.Kill kill) throws Exception {
+    /** One measurement of a kill, from steady. */
+    private interface Measure {
+        Duration take() throws Exception;
+    }
+
+    /** {@code rounds} times: steady, a random wait, {@code measure}; never two serving meanwhile. */
+    private long[] rounds(ClusterRelease release, int rounds, Measure measure) throws Exception {
         long[] micros = new long[rounds];
         for (int round = 0; round < rounds; round++) {
             release.steady();
             Thread.sleep(random.nextInt(RANDOM_WINDOW_MS));
-            micros[round] = release.failover("a kill", kill).toNanos() / 1000;
+            micros[round] = measure.take().toNanos() / 1000;
         }
         release.noOverlap();
         return stats(micros);
     }
 
-    /** {@code container} of the serving pod SIGKILLed: the time until a pod serves again (the same one restarted, or another). */
+    /** The serving pod killed by {@code kill}: until another pod serves. */
+    private long[] failovers(ClusterRelease release, int rounds, ClusterRelease.Kill kill) throws Exception {
+        return rounds(release, rounds, () -> release.failover("a kill", kill));
+    }
+
+    /** {@code container} of the serving pod SIGKILLed: until a pod serves again (the same one restarted, or another). */
     private long[] restarts(ClusterRelease release, int rounds, String container) throws Exception {
-        long[] micros = new long[rounds];
-        for (int round = 0; round < rounds; round++) {
-            release.steady();
-            Thread.sleep(random.nextInt(RANDOM_WINDOW_MS));
-            micros[round] = release.servesAgain(container).toNanos() / 1000;
-        }
-        release.noOverlap();
-        return stats(micros);
+        return rounds(release, rounds, () -> release.servesAgain(container));
     }
 
     private static String seconds(String what, Duration took) {

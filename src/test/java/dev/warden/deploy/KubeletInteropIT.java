@@ -34,8 +34,6 @@ import org.junit.jupiter.api.TestMethodOrder;
 class KubeletInteropIT {
 
     private static final String NODE1 = ClusterRelease.NODE1;
-    private static final List<String> LILBEE = List.of("--set", "mode=gate", "--set", "lilbee.image.repository=localhost/lilbee",
-            "--set-string", "lilbee.image.tag=0.6.90b449", "--set", "lilbee.image.pullPolicy=Never");
 
     private static KubeletCluster cluster;
     private static String helm;
@@ -89,7 +87,7 @@ class KubeletInteropIT {
     @Test
     @Order(2)
     void gateModeStartsTheRealLilbeeInOnePodOnlyAndFailsOver() throws Exception {
-        try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "gate", LILBEE, NODE1)) {
+        try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "gate", ClusterRelease.GATE, NODE1)) {
             report("gate: helm install to the first pod Ready", release.installed());
             release.oneServingAndTheStandbysMainContainerNeverStarted("lilbee");
             report("gate, force-delete of the serving pod", release.failover("force-delete", release::forceDelete));
@@ -107,11 +105,7 @@ class KubeletInteropIT {
     @Test
     @Order(3)
     void gateModeWithALeaseAcrossTwoNodesFailsOverOnDrainAndOnNodeLoss() throws Exception {
-        List<String> lease = new java.util.ArrayList<>(LILBEE);
-        lease.addAll(List.of("--set", "gate.election=lease", "--set-json",
-                "affinity={\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":"
-                        + "{\"matchLabels\":{\"app.kubernetes.io/instance\":\"w\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}"));
-        try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "gate-lease", lease, null)) {
+        try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "gate-lease", ClusterRelease.GATE_LEASE, null)) {
             report("gate (Lease): helm install to the first pod Ready", release.installed());
             release.oneServingAndTheStandbysMainContainerNeverStarted("lilbee");
             // The serving node drained: the eviction fails over (no PodDisruptionBudget blocks it) and the drain completes.

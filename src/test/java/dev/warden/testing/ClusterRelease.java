@@ -29,6 +29,14 @@ public final class ClusterRelease implements AutoCloseable {
     public static final String RELEASE = "w";
     public static final String FULLNAME = "w-warden";
     public static final String NODE1 = "warden-node";
+    /** Gate mode with the reference lilbee image the cluster imported. */
+    public static final List<String> GATE = List.of("--set", "mode=gate", "--set", "lilbee.image.repository=localhost/lilbee",
+            "--set-string", "lilbee.image.tag=0.6.90b449", "--set", "lilbee.image.pullPolicy=Never");
+    /** Gate mode elected through a Lease, one pod per node (file locks do not meet across the nodes). */
+    public static final List<String> GATE_LEASE = Stream.concat(GATE.stream(), Stream.of("--set", "gate.election=lease",
+            "--set-json", "affinity={\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":"
+                    + "{\"matchLabels\":{\"app.kubernetes.io/instance\":\"w\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}"))
+            .toList();
 
     /** A kill of something in a pod, given the pod's name. */
     public interface Kill {

@@ -3,9 +3,10 @@ package dev.warden.testing;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /** Another program run to its end: what the deployment tests run helm, kubectl, kubecheck and podman with. */
 public final class Command {
@@ -26,19 +27,22 @@ public final class Command {
             }
         }
         // Read beside the wait: a command that never ends never closes its output either.
-        CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> {
-            try {
-                return new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            } catch (IOException e) {
-                return "(output unreadable: " + e.getMessage() + ")";
-            }
-        }, Executors.newVirtualThreadPerTaskExecutor());
+        FutureTask<String> out = new FutureTask<>(() -> new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        Thread.ofVirtual().start(out);
         if (!process.waitFor(180, TimeUnit.SECONDS)) {
             process.destroyForcibly();
             process.waitFor(10, TimeUnit.SECONDS);
-            throw new AssertionError(String.join(" ", command) + " did not finish in 180 s: " + out.getNow("(no output)"));
+            throw new AssertionError(String.join(" ", command) + " did not finish in 180 s: " + output(out));
         }
-        return new Run(process.exitValue(), out.join());
+        return new Run(process.exitValue(), output(out));
+    }
+
+    private static String output(FutureTask<String> out) throws InterruptedException {
+        try {
+            return out.get(10, TimeUnit.SECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            return "(output unreadable: " + e + ")";
+        }
     }
 
     /** The same, and it must exit 0: its output. */
