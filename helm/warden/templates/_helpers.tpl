@@ -30,6 +30,45 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- and (eq .Values.mode "gate") (eq .Values.gate.election "lease") }}
 {{- end }}
 
+{{/*
+lilbee's command in Lease mode: python3 -c <this> lilbee <args> waits until warden's startup check says this
+pod's lilbee may run (a warden that is stalled or gone says nothing), then becomes lilbee.
+*/}}
+{{- define "warden.waitForTheGate" -}}
+import os, sys, time, urllib.request
+url = "http://127.0.0.1:{{ .Values.warden.managementPort }}/q/health/started"
+said = False
+while True:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as answer:
+            if answer.status == 200:
+                break
+    except OSError:
+        pass
+    if not said:
+        print("waiting for warden to let lilbee start (" + url + ")", flush=True)
+        said = True
+    time.sleep(1)
+os.execvp(sys.argv[1], sys.argv[1:])
+{{- end }}
+
+{{/*
+In Lease mode, a stalled warden's lilbee is stopped by its liveness probe within 9 s; the Lease can pass to another
+pod no sooner than duration - 2 x retryPeriod after warden stalled (its last renewal may have been sent a retry
+period before, and taken up to one). Checked where both are whole seconds ("15s").
+*/}}
+{{- define "warden.checkLeaseTimings" -}}
+{{- if eq (include "warden.leaseMode" .) "true" }}
+{{- $duration := toString .Values.gate.lease.duration }}
+{{- $retry := toString .Values.gate.lease.retryPeriod }}
+{{- if and (regexMatch "^[0-9]+s$" $duration) (regexMatch "^[0-9]+s$" $retry) }}
+{{- if le (sub (atoi (trimSuffix "s" $duration)) (mul 2 (atoi (trimSuffix "s" $retry)))) 9 }}
+{{- fail (printf "gate.lease.duration %s is too short for retryPeriod %s: the Lease could pass to another pod before the kubelet stops a stalled warden's lilbee (9 s); duration - 2 x retryPeriod must exceed 9 s (the defaults: 15s and 2s)" $duration $retry) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Whether the pod runs llama-swap beside warden: not in gate mode (lilbee starts its own), not for an external engine. */}}
 {{- define "warden.engineContainer" -}}
 {{- and (ne .Values.mode "gate") .Values.engine.enabled }}

@@ -18,6 +18,15 @@ public interface GateElection extends AutoCloseable {
     /** Who this warden is in the election. */
     String identity();
 
+    /**
+     * Whether the election has had its first answer since it began, or waited a request's time for it: until
+     * then "not leading" may mean only "not asked yet", and a warden restarted beside its serving lilbee must
+     * not fence it for that.
+     */
+    default boolean decided() {
+        return true;
+    }
+
     /** Who holds it, as last seen. */
     Optional<String> holder();
 

@@ -240,6 +240,11 @@ public class GateKeeper {
         Instant now = clock.instant();
         try {
             lookInPod(now);
+            if (lease != null && !lease.decided()) {
+                // Restarted beside a serving lilbee, this warden may still hold the Lease: not fenced before it knows.
+                note = Optional.of("asking the API server whether the Lease " + lease.name() + " names this warden");
+                return;
+            }
             boolean outside = lease != null && !lease.leading();
             if (outside) {
                 outsideTheLease(now);

@@ -13,6 +13,7 @@ import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.Lock;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -36,8 +37,17 @@ public final class LeaseElection implements GateElection {
     private final AtomicReference<String> holder = new AtomicReference<>();
     private final AtomicBoolean stopped = new AtomicBoolean();
     private final AtomicReference<CompletableFuture<?>> running = new AtomicReference<>();
-    /** When the last write of the Lease naming this warden that the API server took was sent (System.nanoTime). */
+    /**
+     * When the last write of the Lease naming this warden that the API server took was sent (System.nanoTime),
+     * or, after a restart, when the Lease says this warden's previous run renewed it (see {@link #continued}).
+     */
     private volatile long lastWriteSent;
+    /** Whether {@link #lastWriteSent} says anything yet. */
+    private volatile boolean everHeld;
+    /** When contending began (System.nanoTime), and whether the API server has answered (or failed) a read since. */
+    private volatile long contendingSince;
+    private volatile boolean begun;
+    private volatile boolean answered;
     private final AtomicBoolean overdue = new AtomicBoolean();
     /** When the elector last began asking the API server about the Lease (System.nanoTime). */
     private volatile long lastAsked = System.nanoTime();
@@ -80,11 +90,17 @@ public final class LeaseElection implements GateElection {
             overdue.set(false);
             return true;
         }
-        if (!overdue.getAndSet(true)) {
+        if (!overdue.getAndSet(true) && everHeld) {
             LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
                     settings.renewDeadline().toSeconds());
         }
         return false;
+    }
+
+    /** The first read of the Lease was answered (or failed), or took longer than a request may. */
+    @Override
+    public boolean decided() {
+        return !begun || answered || System.nanoTime() - contendingSince > settings.retryPeriod().toNanos();
     }
 
     @Override
@@ -128,6 +144,8 @@ public final class LeaseElection implements GateElection {
         LOG.infof("Contending for Lease %s/%s as %s%s (lease %d s, renew deadline %d s, retry %d s)", namespace,
                 settings.name(), settings.identity(), node.map(n -> " on node " + n).orElse(""),
                 settings.duration().toSeconds(), settings.renewDeadline().toSeconds(), settings.retryPeriod().toSeconds());
+        contendingSince = System.nanoTime();
+        begun = true;
         thread = Thread.ofPlatform().daemon().name("warden-lease").start(() -> contend(namespace));
     }
 
@@ -183,7 +201,13 @@ public final class LeaseElection implements GateElection {
         @Override
         public LeaderElectionRecord get(KubernetesClient kubernetes) {
             lastAsked = System.nanoTime();
-            return lock.get(kubernetes);
+            try {
+                LeaderElectionRecord record = lock.get(kubernetes);
+                continued(record);
+                return record;
+            } finally {
+                answered = true;
+            }
         }
 
         @Override
@@ -203,6 +227,7 @@ public final class LeaseElection implements GateElection {
         private void accepted(LeaderElectionRecord record, long sent) {
             if (settings.identity().equals(record.getHolderIdentity())) {
                 lastWriteSent = sent;
+                everHeld = true;
             }
         }
 
@@ -214,6 +239,26 @@ public final class LeaseElection implements GateElection {
         @Override
         public String describe() {
             return lock.describe();
+        }
+    }
+
+    /**
+     * A warden restarted in its pod (same identity, same node, so the same clock) that finds the Lease naming it,
+     * renewed within the renew deadline, goes on from that renewal as if it were its own: it leads (its pod's
+     * lilbee is kept, not fenced) until the renew deadline counted from there, by which fabric8 has renewed
+     * the Lease (a holder renews at once) or it steps down as any leader does, in time for the fence.
+     */
+    private void continued(LeaderElectionRecord record) {
+        if (everHeld || record == null || record.getRenewTime() == null
+                || !settings.identity().equals(record.getHolderIdentity())) {
+            return;
+        }
+        Duration age = Duration.between(record.getRenewTime().toInstant(), Instant.now());
+        if (!age.isNegative() && age.compareTo(settings.renewDeadline()) < 0) {
+            lastWriteSent = System.nanoTime() - age.toNanos();
+            everHeld = true;
+            LOG.infof("The Lease %s still names %s, renewed %d ms ago: going on from there", settings.name(),
+                    settings.identity(), age.toMillis());
         }
     }
 

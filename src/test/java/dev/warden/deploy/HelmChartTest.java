@@ -93,6 +93,63 @@ class HelmChartTest {
         assertTrue(kind(render(CHART.resolve("ci/gate-values.yaml")), "Role").isMissingNode(), "no Role in file mode");
     }
 
+    /**
+     * Lease mode: the kubelet stops lilbee when warden stops answering (a stalled warden cannot fence it), within
+     * 9 s, and a lilbee restarted in place waits for warden's go. File mode needs neither: the locks decide there.
+     */
+    @Test
+    void inLeaseModeLilbeeLivesOnlyWhileWardenAnswersAndARestartedOneWaitsForWarden(@TempDir Path dir) throws Exception {
+        JsonNode lilbee = container(kind(render(CHART.resolve("ci/gate-lease-values.yaml")), "Deployment").at("/spec/template/spec"),
+                "containers", "lilbee");
+        JsonNode liveness = lilbee.path("livenessProbe");
+        assertEquals("/q/health/live", liveness.at("/httpGet/path").asText(), liveness.toString());
+        assertEquals(9096, liveness.at("/httpGet/port").asInt(), "warden's management port: " + liveness);
+        int worst = liveness.path("periodSeconds").asInt() * liveness.path("failureThreshold").asInt()
+                + liveness.path("timeoutSeconds").asInt() + liveness.path("terminationGracePeriodSeconds").asInt();
+        assertTrue(worst <= 9, "stopped within 9 s of warden's stall, before the default Lease can pass: " + liveness);
+        List<String> command = new java.util.ArrayList<>();
+        lilbee.path("command").forEach(c -> command.add(c.asText()));
+        assertEquals(List.of("python3", "-c"), command.subList(0, 2), command.toString());
+        assertEquals("lilbee", command.getLast());
+
+        JsonNode fileMode = container(kind(render(CHART.resolve("ci/gate-values.yaml")), "Deployment").at("/spec/template/spec"),
+                "containers", "lilbee");
+        assertTrue(fileMode.path("livenessProbe").isMissingNode(), fileMode.toString());
+        assertEquals("[\"lilbee\"]", fileMode.path("command").toString());
+
+        Path tooShort = Files.writeString(dir.resolve("short.yaml"), "mode: gate\ngate: {election: lease, lease: {duration: 12s}}\n");
+        Exception e = assertThrows(Exception.class, () -> render(tooShort));
+        assertTrue(e.getMessage().contains("gate.lease.duration 12s is too short for retryPeriod 2s"), e.getMessage());
+    }
+
+    /** The rendered wait, run by a real Python against a warden stand-in: it waits through 503s, then becomes the program. */
+    @Test
+    void theRenderedWaitForWardenRunsTheProgramOnlyOnceWardenSaysSo(@TempDir Path dir) throws Exception {
+        com.sun.net.httpserver.HttpServer warden = com.sun.net.httpserver.HttpServer.create(
+                new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 0);
+        java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        warden.createContext("/q/health/started", exchange -> {
+            exchange.sendResponseHeaders(asked.incrementAndGet() < 3 ? 503 : 200, -1);
+            exchange.close();
+        });
+        warden.start();
+        try {
+            Path values = Files.writeString(dir.resolve("v.yaml"), "mode: gate\ngate: {election: lease}\nwarden: {managementPort: "
+                    + warden.getAddress().getPort() + "}\n");
+            JsonNode lilbee = container(kind(render(values), "Deployment").at("/spec/template/spec"), "containers", "lilbee");
+            Process wait = new ProcessBuilder("python3", "-c", lilbee.at("/command/2").asText(), "echo", "lilbee", "ran")
+                    .redirectErrorStream(true).start();
+            assertTrue(wait.waitFor(30, java.util.concurrent.TimeUnit.SECONDS), "the wait ended");
+            String out = new String(wait.getInputStream().readAllBytes());
+            assertEquals(0, wait.exitValue(), out);
+            assertEquals("waiting for warden to let lilbee start (http://127.0.0.1:" + warden.getAddress().getPort()
+                    + "/q/health/started)\nlilbee ran\n", out);
+            assertEquals(3, asked.get(), "asked until warden said yes, then never again");
+        } finally {
+            warden.stop(0);
+        }
+    }
+
     @Test
     void gateModeWithAClassicSidecarIsRefused(@TempDir Path dir) throws IOException {
         Path values = Files.writeString(dir.resolve("values.yaml"), "mode: gate\nnativeSidecar: false\n");

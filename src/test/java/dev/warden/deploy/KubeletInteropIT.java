@@ -120,8 +120,19 @@ class KubeletInteropIT {
                     Duration.ofNanos(release.watch().firstServing(drained, drainedPod).orElseThrow() - drained));
             cluster.kubectl().ok(null, "uncordon", drainedNode);
             release.steady();
-            // Only the serving warden dies: restarted in place under the same identity, it wins its own Lease back.
-            report("gate (Lease), SIGKILL warden only: a pod serving again", release.servesAgain("warden"));
+            // Only the serving warden dies: restarted in place under the same identity, it finds its Lease renewed by
+            // its previous run and goes on from there; its lilbee is kept, not fenced.
+            String serving = release.servingPod();
+            report("gate (Lease), SIGKILL warden only: the same pod serving again", release.recovers("SIGKILL warden only", serving, "warden"));
+            assertEquals(0, status(release.pod(serving), "lilbee").getRestartCount(), "lilbee kept running");
+            // The serving warden stalled: its lilbee cannot be fenced by it, and the Lease expires for the other node
+            // long before liveness restarts it; that lilbee must still be stopped before the other node's starts.
+            String stalled = release.servingPod();
+            int restarts = status(release.pod(stalled), "warden").getRestartCount();
+            report("gate (Lease), SIGSTOP warden of the serving pod", release.failover("SIGSTOP warden", pod -> release.kill(pod, "warden", "STOP")));
+            Await.until("liveness restarted the stalled warden", Duration.ofSeconds(60),
+                    () -> status(release.pod(stalled), "warden").getRestartCount() > restarts);
+            release.noOverlap();
             // The serving pod's node lost: nothing renews its Lease; the other node's pod is elected after the Lease expires.
             String victim = release.servingPod();
             String node = release.pod(victim).getSpec().getNodeName();

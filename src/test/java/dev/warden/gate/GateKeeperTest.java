@@ -365,6 +365,12 @@ class GateKeeperTest {
     private static final class Switch implements GateElection {
         final AtomicBoolean leading = new AtomicBoolean();
         final AtomicReference<Duration> stalled = new AtomicReference<>();
+        final AtomicBoolean decided = new AtomicBoolean(true);
+
+        @Override
+        public boolean decided() {
+            return decided.get();
+        }
 
         @Override
         public Optional<Duration> stalled(Duration patience) {
@@ -444,6 +450,28 @@ class GateKeeperTest {
         }
         election.leading.set(true);
         Await.until("started again with the Lease back", () -> keeper.snapshot().started());
+    }
+
+    /**
+     * Lease mode, warden restarted beside its serving lilbee: until the election's first answer it neither fences
+     * that lilbee (it may still hold the Lease) nor starts; once it leads, the lilbee is its pod's, never signalled.
+     */
+    @Test
+    void inLeaseModeARestartedWardenKeepsItsServingLilbeeUntilTheElectionAnswers() throws Exception {
+        Switch election = new Switch();
+        election.decided.set(false);
+        try (Peer lilbee = Peer.pythonHolder(paths.serverLock(), "pass", "/opt/lilbee/bin/lilbee", "serve")) {
+            lilbee.awaitLine("locked", Duration.ofSeconds(10));
+            GateKeeper keeper = leaseKeeper(election, new NativePosix());
+            Await.until("its lilbee proven, the Lease asked about", () -> keeper.snapshot().server() instanceof ServerLockState.InPod
+                    && keeper.snapshot().note().orElse("").contains("asking the API server whether the Lease warden-gate"));
+            assertFalse(keeper.snapshot().started());
+            assertTrue(lilbee.process().isAlive(), "not fenced while the election has not answered");
+            election.leading.set(true);
+            election.decided.set(true);
+            Await.until("started and serving with the Lease", () -> keeper.snapshot().started() && keeper.snapshot().serving());
+            assertTrue(lilbee.process().isAlive(), "kept, never fenced");
+        }
     }
 
     /** Step-down: a decoy's lock listed first (and named lilbee serve) is no holder; the real one is fenced. */

@@ -1,6 +1,7 @@
 package dev.warden.gate;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,6 +12,8 @@ import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElector;
 import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaderElectionRecord;
 import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.Lock;
 import java.time.Duration;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -97,6 +100,11 @@ class LeaseElectionTest {
             record = updated;
         }
 
+        /** As if written before this test's warden started (by its previous run). */
+        synchronized void written(LeaderElectionRecord earlier) {
+            record = earlier;
+        }
+
         synchronized void refuseRenewals() {
             refusingRenewals = true;
         }
@@ -161,5 +169,33 @@ class LeaseElectionTest {
         assertTrue(election.stalled(Duration.ofMinutes(1)).isEmpty(), "a longer patience waits longer");
         election.close();
         assertEquals(Optional.empty(), election.stalled(Duration.ofMillis(200)), "a closed election is not stalled");
+    }
+
+    /**
+     * A warden restarted in its pod finds the Lease naming it, renewed by its previous run within the renew
+     * deadline: it leads from the moment of that renewal (its pod's lilbee is kept, not fenced) and, its own
+     * renewals refused, steps down at the deadline counted from there, as its previous run would have.
+     */
+    @Test
+    void aRestartedWardenGoesOnFromItsPreviousRunsRenewalUntilTheDeadline() {
+        ZonedDateTime now = ZonedDateTime.now(ZoneOffset.UTC);
+        lease.written(new LeaderElectionRecord("w0", Duration.ofSeconds(2), now.minusSeconds(60), now.minusNanos(50_000_000), 0));
+        lease.refuseRenewals();
+        LeaseElection election = election();
+        new LeaderElector(null, election.electionConfig(lease), executor).start();
+        Await.until("leading from the previous run's renewal", election::leading);
+        Await.until("stepped down at the deadline from that renewal, none of its own taken", () -> !election.leading());
+    }
+
+    /** One renewed longer ago than the renew deadline proves nothing: the warden leads only once it renews. */
+    @Test
+    void aRenewalOlderThanTheDeadlineIsNotGoneOnFrom() throws Exception {
+        ZonedDateTime now = ZonedDateTime.now(ZoneOffset.UTC);
+        lease.written(new LeaderElectionRecord("w0", Duration.ofSeconds(2), now.minusSeconds(60), now.minusNanos(500_000_000), 0));
+        lease.refuseRenewals();
+        LeaseElection election = election();
+        new LeaderElector(null, election.electionConfig(lease), executor).start();
+        Await.until("the Lease read: it names w0", () -> election.holder().equals(Optional.of("w0")));
+        assertFalse(election.leading(), "not leading on a renewal older than the deadline");
     }
 }

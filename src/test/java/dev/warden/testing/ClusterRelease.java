@@ -49,16 +49,24 @@ public final class ClusterRelease implements AutoCloseable {
     private final List<String> values;
     private final Predicate<Pod> standing;
     private final ServingWatch watch;
+    /**
+     * Gate mode: the moments two pods ran {@code lilbee serve} at once (each writes the data dir). Null in hold mode,
+     * where a pod whose warden alone restarted keeps its llama-swap running, not Ready (README), and for plain replicas.
+     */
+    private final OverlapWatch programs;
+    private final Predicate<List<String>> program;
     private Duration installed = Duration.ZERO;
 
     private ClusterRelease(KubeletCluster cluster, String helm, String namespace, List<String> values, String selector,
-            String service, Predicate<Pod> standing) {
+            String service, Predicate<Pod> standing, Predicate<List<String>> program) {
         this.cluster = cluster;
         this.helm = helm;
         this.namespace = namespace;
         this.values = values;
         this.standing = standing;
         this.watch = new ServingWatch(cluster.client(), namespace, selector, service);
+        this.program = program;
+        this.programs = program == null ? null : OverlapWatch.of(() -> PodProcesses.running(watch.everSeen(), program));
     }
 
     /**
@@ -79,19 +87,23 @@ public final class ClusterRelease implements AutoCloseable {
         // The Deployment's pods (its selector's name label), not the helm test's; a standby's warden is running.
         ClusterRelease release = new ClusterRelease(cluster, helm, namespace, values, "app.kubernetes.io/name=warden", FULLNAME,
                 pod -> pod.getStatus().getInitContainerStatuses().stream()
-                        .anyMatch(s -> s.getName().equals("warden") && s.getState().getRunning() != null));
+                        .anyMatch(s -> s.getName().equals("warden") && s.getState().getRunning() != null),
+                modeValues.contains("mode=gate") ? PodProcesses.LILBEE_SERVE : null);
         long started = System.nanoTime();
         release.helm("install", "--wait", "--timeout", "5m");
         release.installed = release.firstServing(started, Duration.ofMinutes(5));
         return release;
     }
 
-    /** {@code yaml} applied in the namespace: pods {@code selector} picks, behind {@code service}. Returns once one serves. */
+    /**
+     * {@code yaml} applied in the namespace: pods {@code selector} picks, behind {@code service}. Returns once one serves.
+     * Their programs are not watched: plain replicas may run at once.
+     */
     public static ClusterRelease manifests(KubeletCluster cluster, String namespace, String yaml, String selector, String service)
             throws Exception {
         claim(cluster, namespace);
         ClusterRelease release = new ClusterRelease(cluster, null, namespace, List.of(), selector, service,
-                pod -> pod.getSpec().getNodeName() != null);
+                pod -> pod.getSpec().getNodeName() != null, null);
         long started = System.nanoTime();
         cluster.kubectl().ok(yaml, "-n", namespace, "apply", "-f", "-");
         release.installed = release.firstServing(started, Duration.ofMinutes(5));
@@ -189,6 +201,10 @@ public final class ClusterRelease implements AutoCloseable {
             }
         }
         assertEquals(Set.of(serving), watch.endpoints(), "only the serving pod is a ready endpoint");
+        if (program != null) {
+            // Also proves the process watch recognises the program: one it never matched would see no overlap.
+            assertEquals(List.of(serving), PodProcesses.running(watch.everSeen(), program), "only the serving pod runs " + main);
+        }
     }
 
     /** From steady, {@code kill} of the serving pod until another pod serves. */
@@ -267,15 +283,24 @@ public final class ClusterRelease implements AutoCloseable {
         assertTrue(out.contains("Succeeded"), out);
     }
 
-    /** Never two pods Ready, never two ready endpoints, at any event the watch saw. */
+    /**
+     * Never two pods Ready, never two ready endpoints, at any event the watch saw; and never two pods running their
+     * main program, at any look at the kernel's processes (a stalled warden's pod is not Ready, yet its lilbee may run).
+     */
     public void noOverlap() {
         assertEquals(List.of(), watch.overlaps(), "two pods served at once (" + watch.size() + " samples)");
+        if (programs != null) {
+            assertEquals(List.of(), programs.overlaps(), "two pods ran their main program at once");
+        }
     }
 
     /** Uninstalls; pods a lost node can no longer confirm gone are deleted by force. */
     @Override
     public void close() throws IOException, InterruptedException {
         watch.close();
+        if (programs != null) {
+            programs.close();
+        }
         Kubectl kubectl = cluster.kubectl();
         if (helm != null) {
             Command.run(null, List.of(helm, "uninstall", RELEASE, "-n", namespace, "--kubeconfig",

@@ -29,6 +29,7 @@ public final class ServingWatch implements AutoCloseable {
     }
 
     private final Map<String, Pod> pods = new ConcurrentHashMap<>();
+    private final Map<String, String> everSeen = new ConcurrentHashMap<>();
     private final Map<String, EndpointSlice> slices = new ConcurrentHashMap<>();
     private final Map<String, Integer> exits = new java.util.HashMap<>();
     private final Set<String> lostNodes = ConcurrentHashMap.newKeySet();
@@ -71,6 +72,7 @@ public final class ServingWatch implements AutoCloseable {
     /** Keeps the pod, counting each container restart by the exit code it restarted after. */
     private synchronized void put(Pod pod) {
         Pod before = pods.put(pod.getMetadata().getName(), pod);
+        everSeen.put(pod.getMetadata().getUid(), pod.getMetadata().getName());
         Map<String, Integer> restarts = new java.util.HashMap<>();
         if (before != null && before.getStatus() != null) {
             before.getStatus().getContainerStatuses().forEach(c -> restarts.put(c.getName(), c.getRestartCount()));
@@ -129,6 +131,11 @@ public final class ServingWatch implements AutoCloseable {
     private boolean counted(Pod pod) {
         return pod.getMetadata().getDeletionTimestamp() == null
                 && (pod.getSpec() == null || !lostNodes.contains(String.valueOf(pod.getSpec().getNodeName())));
+    }
+
+    /** Every pod seen since the watch began, deleted ones too, by UID. */
+    public Map<String, String> everSeen() {
+        return Map.copyOf(everSeen);
     }
 
     /** The pods as last seen, by name. */
