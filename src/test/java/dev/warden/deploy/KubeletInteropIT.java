@@ -62,6 +62,7 @@ class KubeletInteropIT {
             report("hold, force-delete of the serving pod", release.failover("force-delete", release::forceDelete));
             // Only warden's container dies: the kubelet restarts it in place, the pod's llama-swap goes on.
             String before = release.servingPod();
+            release.tolerateStaleReady(before, Duration.ofSeconds(2));
             report("hold, SIGKILL warden of the serving pod", release.failover("SIGKILL warden", pod -> release.kill(pod, "warden", "KILL")));
             assertEquals(0, status(release.pod(before), "llama-swap").getRestartCount(), "llama-swap kept running");
             assertTrue(status(release.pod(before), "llama-swap").getState().getRunning() != null, "llama-swap kept running");

@@ -1,0 +1,102 @@
+package dev.warden.testing;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Which pods of a {@link KubeletCluster} have a {@code lilbee serve} holding {@code server.lock}, as this machine's
+ * kernel shows it (every node shares it): what a pod's kubelet reports lags, calls a container running while it
+ * only waits to become lilbee, and cannot tell a lilbee that serves from one exiting after it let its lock go.
+ * A process belongs to a pod when its cgroup path names the pod's UID; it holds server.lock when
+ * {@code /proc/locks} lists a flock of its on the file one of its descriptors names {@code .../server.lock}
+ * (on isolated nodes each has its own file: two holders are two lilbees serving one data dir).
+ */
+public final class PodLilbees {
+
+    private PodLilbees() {
+    }
+
+    /** The pods, of those {@code byUid} names (UID to pod name), whose lilbee serve holds server.lock now. */
+    public static List<String> serving(Map<String, String> byUid) {
+        Set<String> flocks = flocks();
+        Set<String> found = new TreeSet<>();
+        try (DirectoryStream<Path> proc = Files.newDirectoryStream(Path.of("/proc"),
+                p -> p.getFileName().toString().chars().allMatch(Character::isDigit))) {
+            for (Path process : proc) {
+                String pid = process.getFileName().toString();
+                if (!lilbeeServe(read(process.resolve("cmdline"))) || !holdsServerLock(process, pid, flocks)) {
+                    continue;
+                }
+                String cgroup = read(process.resolve("cgroup"));
+                byUid.forEach((uid, name) -> {
+                    if (cgroup.contains(uid) || cgroup.contains(uid.replace('-', '_'))) {
+                        found.add(name);
+                    }
+                });
+            }
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot list /proc", e);
+        }
+        return new ArrayList<>(found);
+    }
+
+    /** {@code lilbee serve}, run as a script by its Python ({@code python .../bin/lilbee serve}) or directly. */
+    static boolean lilbeeServe(String cmdline) {
+        String[] argv = cmdline.split("\0");
+        for (int i = 0; i + 1 < argv.length && i < 2; i++) {
+            if ((argv[i].equals("lilbee") || argv[i].endsWith("/lilbee")) && argv[i + 1].equals("serve")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** "pid:inode" of every flock in /proc/locks. */
+    private static Set<String> flocks() {
+        Set<String> held = new HashSet<>();
+        for (String line : read(Path.of("/proc/locks")).split("\n")) {
+            String[] fields = line.trim().split("\\s+");
+            // 1: FLOCK  ADVISORY  WRITE 13511 00:2f:123456 0 EOF   (blocked waiters are "->" lines, skipped)
+            if (fields.length >= 6 && fields[1].equals("FLOCK")) {
+                String[] device = fields[5].split(":");
+                held.add(fields[4] + ":" + device[device.length - 1]);
+            }
+        }
+        return held;
+    }
+
+    private static boolean holdsServerLock(Path process, String pid, Set<String> flocks) {
+        try (DirectoryStream<Path> fds = Files.newDirectoryStream(process.resolve("fd"))) {
+            for (Path fd : fds) {
+                String target = Files.readSymbolicLink(fd).toString();
+                if (target.endsWith("/server.lock") || target.endsWith("/server.lock (deleted)")) {
+                    Object inode = Files.getAttribute(fd, "unix:ino");
+                    if (flocks.contains(pid + ":" + inode)) {
+                        return true;
+                    }
+                }
+            }
+        } catch (IOException | UnsupportedOperationException e) {
+            // gone meanwhile, or a descriptor closed between the listing and the look
+        }
+        return false;
+    }
+
+    /** What the file holds; empty for a process gone meanwhile. */
+    private static String read(Path file) {
+        try {
+            return new String(Files.readAllBytes(file), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return "";
+        }
+    }
+}
