@@ -31,7 +31,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
-lilbee's command in Lease mode: python3 -c <this> lilbee <args> waits until warden's startup check says this
+lilbee's command in gate mode: python3 -c <this> lilbee <args> waits until warden's startup check says this
 pod's lilbee may run (a warden that is stalled or gone says nothing), then becomes lilbee.
 */}}
 {{- define "warden.waitForTheGate" -}}
@@ -107,6 +107,7 @@ seccompProfile:
     # Ready only once lilbee answers too (with a 401: it asks a token even there, and that shows it serves).
     - {name: WARDEN_GATE_HEALTH_URL, value: "http://127.0.0.1:{{ .Values.lilbee.port }}/api/health"}
     - {name: WARDEN_GATE_ELECTION, value: {{ .Values.gate.election | quote }}}
+    - {name: WARDEN_GATE_HANDOVER_AFTER, value: {{ .Values.gate.handoverAfter | quote }}}
     {{- if eq .Values.gate.election "lease" }}
     - {name: WARDEN_GATE_LEASE_NAME, value: {{ include "warden.leaseName" . | quote }}}
     {{- with .Values.gate.lease.namespace }}

@@ -96,6 +96,14 @@ public interface WardenConfig {
         @WithDefault("file")
         Election election();
 
+        /**
+         * How long the elected pod's lilbee may be gone (it held {@code server.lock}, then no process of the pod
+         * did) before warden lets the gate go to a standby: the kubelet restarts a crashed lilbee in place, after
+         * a back-off that doubles with each crash up to 5 minutes, while a standby's lilbee starts at once.
+         */
+        @WithDefault("10s")
+        Duration handoverAfter();
+
         Lease lease();
 
         /** How the gate is elected. */

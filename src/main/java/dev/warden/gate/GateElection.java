@@ -27,6 +27,13 @@ public interface GateElection extends AutoCloseable {
         return true;
     }
 
+    /**
+     * Lets the election go (releasing what is held) and stays out of it long enough for another contender to
+     * win it, then contends again: the gate keeper hands over this way when its pod cannot serve.
+     */
+    default void stepAside() {
+    }
+
     /** Who holds it, as last seen. */
     Optional<String> holder();
 

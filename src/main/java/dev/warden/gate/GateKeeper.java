@@ -79,6 +79,7 @@ public class GateKeeper {
     private final Duration errorRetry;
     /** How long a pod elected after a reset waits before its lilbee may start: the previous pod's fence. */
     private final Duration settle;
+    private final Duration handoverAfter;
     private final AtomicReference<GateSnapshot> published = new AtomicReference<>(GateSnapshot.notStarted());
     private final List<Runnable> startListeners = new CopyOnWriteArrayList<>();
     private boolean running;
@@ -101,6 +102,8 @@ public class GateKeeper {
     private GateState gateState = new GateState.Waiting("not tried yet");
     private ServerLockState server = new ServerLockState.NotInPod();
     private boolean started;
+    /** When this pod's lilbee, having held server.lock, was last seen gone; null while it holds it (or never did). */
+    private Instant lilbeeGoneSince;
     private Optional<String> note = Optional.empty();
     /** The files this pod's lilbee was proven to hold: it keeps one after a reset unlinks or replaces the path. */
     private Set<FileId> servedFiles = Set.of();
@@ -144,25 +147,34 @@ public class GateKeeper {
     private Instant lookedCloserAt = Instant.EPOCH;
     private Instant standbyLookAt = Instant.EPOCH;
 
+    /**
+     * The keeper's timings. {@code settle}: how long to wait, elected after a reset, before this pod's lilbee may
+     * start (the previous pod's fence); {@code handoverAfter}: how long this pod's lilbee may be gone before the
+     * gate goes to a standby ({@code warden.gate.handover-after}).
+     */
+    public record Timings(Duration pollInterval, Duration errorRetry, Duration settle, Duration handoverAfter) {
+    }
+
     @Inject
     public GateKeeper(FileLocker locker, Posix posix, ProcessTable processes, ProcLocks procLocks, InstantSource clock,
             WardenConfig config) {
         this(locker, new ServerLockHolders(processes), procLocks, new LilbeeFence(new Signaller(posix, processes),
-                config.gate().lease().fenceGrace(), config.engine().killTimeout()), clock, config.lock().pollInterval(),
-                config.lock().errorRetry(), config.gate().lease().fenceGrace().plus(config.engine().killTimeout()));
+                config.gate().lease().fenceGrace(), config.engine().killTimeout()), clock, new Timings(
+                        config.lock().pollInterval(), config.lock().errorRetry(),
+                        config.gate().lease().fenceGrace().plus(config.engine().killTimeout()), config.gate().handoverAfter()));
     }
 
-    /** @param settle how long to wait, elected after a reset, before this pod's lilbee may start (see {@link #settle}) */
     public GateKeeper(FileLocker locker, ServerLockHolders holders, ProcLocks procLocks, LilbeeFence fence,
-            InstantSource clock, Duration pollInterval, Duration errorRetry, Duration settle) {
-        this.settle = settle;
+            InstantSource clock, Timings timings) {
+        this.settle = timings.settle();
+        this.handoverAfter = timings.handoverAfter();
         this.locker = locker;
         this.holders = holders;
         this.procLocks = procLocks;
         this.fence = fence;
         this.clock = clock;
-        this.errorRetry = errorRetry;
-        this.loop = new KeeperLoop("gate keeper", pollInterval);
+        this.errorRetry = timings.errorRetry();
+        this.loop = new KeeperLoop("gate keeper", timings.pollInterval());
     }
 
     /** Starts contending for the gate of {@code lilbeePaths}'s data dir until {@link #stop()}. */
@@ -326,9 +338,11 @@ public class GateKeeper {
             if (server instanceof ServerLockState.InPod gone) {
                 LOG.infof("This pod's lilbee (pid %d) no longer holds %s: not ready", gone.pid(), paths.serverLock());
                 server = new ServerLockState.NotInPod();
+                lilbeeGoneSince = now;
             }
             return;
         }
+        lilbeeGoneSince = null;
         boolean replaced = staleHolders.size() == podHolders.size();
         ServerLockHolders.Holder first = replaced ? staleHolders.getFirst()
                 : podHolders.stream().filter(h -> !staleHolders.contains(h)).findFirst().orElseThrow();
@@ -552,7 +566,9 @@ public class GateKeeper {
             return;
         }
         if (started) {
-            if (!(server instanceof ServerLockState.InPod)) {
+            if (lilbeeGoneSince != null && Duration.between(lilbeeGoneSince, now).compareTo(handoverAfter) >= 0) {
+                handOver(now);
+            } else if (!(server instanceof ServerLockState.InPod)) {
                 lookCloser(now);
             }
             return;
@@ -635,6 +651,32 @@ public class GateKeeper {
         server = new ServerLockState.HeldOutside(now);
         note = Optional.of(paths.serverLock() + " is held by a process this pod has not proven to be its own: looking"
                 + " again in " + LOOK_CLOSER.toMillis() + " ms");
+    }
+
+    /**
+     * This pod's lilbee served and has been gone for {@code handoverAfter}: the kubelet restarts it only after its
+     * back-off (doubling with each crash, up to 5 minutes), while a standby's lilbee would start at once. The gate
+     * (and the Lease) goes, and this warden contends again as a standby; its lilbee, restarted, waits for warden's
+     * go. With no standby this warden is elected again, and its lilbee serves once the kubelet restarts it.
+     */
+    private void handOver(Instant now) {
+        LOG.warnf("This pod's lilbee has not held %s for %d ms (the kubelet restarts a crashed container after a back-off"
+                + " of up to 5 minutes): not started any more, letting the gate go to a standby", paths.serverLock(),
+                Duration.between(lilbeeGoneSince, now).toMillis());
+        started = false;
+        lilbeeGoneSince = null;
+        leaseAlone = false;
+        releaseReplacedGate();
+        if (gate != null) {
+            gate.close();
+            gate = null;
+        }
+        if (lease != null) {
+            lease.stepAside();
+        }
+        gateState = new GateState.Standby(now, OptionalLong.empty());
+        note = Optional.of("this pod's lilbee stopped serving and was not back within " + handoverAfter.toMillis()
+                + " ms: the gate was let go to a standby");
     }
 
     private void letLilbeeStart(String why) {

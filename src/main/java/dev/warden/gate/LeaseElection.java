@@ -49,6 +49,8 @@ public final class LeaseElection implements GateElection {
     private volatile boolean begun;
     private volatile boolean answered;
     private final AtomicBoolean overdue = new AtomicBoolean();
+    /** Until when (System.nanoTime) this warden stays out of the election after stepping aside; 0: not aside. */
+    private volatile long asideUntil;
     /** When the elector last began asking the API server about the Lease (System.nanoTime). */
     private volatile long lastAsked = System.nanoTime();
     private KubernetesClient client;
@@ -160,14 +162,34 @@ public final class LeaseElection implements GateElection {
             try {
                 elector.join();
             } catch (RuntimeException e) {
-                if (!stopped.get()) {
+                if (!stopped.get() && asideUntil == 0) {
                     LOG.warnf("The Lease election ended (%s); contending again", e.getMessage());
                 }
             }
-            // A renewal failed past the deadline (stepped down), or the elector gave up: contend afresh.
+            // A renewal failed past the deadline (stepped down), the elector gave up, or this warden stepped aside.
             leading.set(false);
             pause(settings.retryPeriod());
+            long aside = asideUntil - System.nanoTime();
+            if (asideUntil != 0 && aside > 0) {
+                pause(Duration.ofNanos(aside));
+            }
+            asideUntil = 0;
         }
+    }
+
+    /**
+     * Releases the Lease (fabric8 releases it when its elector is cancelled) and stays out for three retry periods,
+     * longer than another contender's jittered retry (up to 2.2 retry periods), so that one takes it.
+     */
+    @Override
+    public void stepAside() {
+        asideUntil = System.nanoTime() + settings.retryPeriod().multipliedBy(3).toNanos();
+        leading.set(false);
+        CompletableFuture<?> elector = running.get();
+        if (elector != null) {
+            elector.cancel(true);
+        }
+        LOG.infof("Stepping aside from the Lease %s for %d s", settings.name(), settings.retryPeriod().multipliedBy(3).toSeconds());
     }
 
     /**

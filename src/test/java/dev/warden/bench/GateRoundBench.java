@@ -73,7 +73,8 @@ class GateRoundBench {
             long lines = own + flood;
             GateKeeper keeper = new GateKeeper(new FileLocker(posix), new ServerLockHolders(processes), new ProcLocks(),
                     new LilbeeFence(new Signaller(posix, processes), Duration.ofSeconds(2), Duration.ofSeconds(5)),
-                    InstantSource.system(), POLL, Duration.ofMillis(100), Duration.ofSeconds(7));
+                    InstantSource.system(), new GateKeeper.Timings(POLL, Duration.ofMillis(100), Duration.ofSeconds(7),
+                    Duration.ofMinutes(1)));
             keeper.start(paths);
             try {
                 Await.until("serving", () -> keeper.snapshot().serving());

@@ -98,6 +98,9 @@ class KubeletInteropIT {
             assertEquals(0, status(release.pod(serving), "lilbee").getRestartCount(), "lilbee kept running");
             // Only lilbee dies: the kubelet restarts it in place; the same pod serves again.
             report("gate, SIGKILL lilbee only: the same pod serving again", release.recovers("SIGKILL lilbee only", serving, "lilbee"));
+            // Killed again at once, lilbee is restarted only after the kubelet's back-off: its warden hands the gate over.
+            report("gate, SIGKILL lilbee again (kubelet back-off): the standby serves", release.failover("SIGKILL lilbee in back-off",
+                    pod -> release.kill(pod, "lilbee", "KILL")));
             release.helmTest();
             release.noOverlap();
         }
@@ -126,6 +129,12 @@ class KubeletInteropIT {
             String serving = release.servingPod();
             report("gate (Lease), SIGKILL warden only: the same pod serving again", release.recovers("SIGKILL warden only", serving, "warden"));
             assertEquals(0, status(release.pod(serving), "lilbee").getRestartCount(), "lilbee kept running");
+            // lilbee crashing twice: restarted in place at once, then only after the kubelet's back-off, meanwhile its
+            // warden steps aside from the Lease and the other node's pod serves.
+            String crashing = release.servingPod();
+            report("gate (Lease), SIGKILL lilbee only: the same pod serving again", release.recovers("SIGKILL lilbee only", crashing, "lilbee"));
+            report("gate (Lease), SIGKILL lilbee again (kubelet back-off): the other pod serves", release.failover("SIGKILL lilbee in back-off",
+                    pod -> release.kill(pod, "lilbee", "KILL")));
             // The serving warden stalled: its lilbee cannot be fenced by it, and the Lease expires for the other node
             // long before liveness restarts it; that lilbee must still be stopped before the other node's starts.
             String stalled = release.servingPod();

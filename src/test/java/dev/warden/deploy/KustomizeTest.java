@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
@@ -55,6 +56,15 @@ class KustomizeTest {
         }, pod.at("/containers/0/name").asText());
         if (overlay.equals("gate")) {
             PodChecks.assertGatesLilbee(PodChecks.kind(objects, "Deployment"));
+            // The wait for warden's go is the chart's, word for word (the chart renders it; the overlay spells it).
+            JsonNode chart = PodChecks.container(PodChecks.kind(PodChecks.objects(new com.marcnuri.helm.Helm(Path.of("helm", "warden"))
+                    .template().withName("lib").withValuesFile(Path.of("helm", "warden", "ci", "gate-values.yaml")).call()),
+                    "Deployment").at("/spec/template/spec"), "containers", "lilbee");
+            JsonNode command = PodChecks.container(pod, "containers", "lilbee").path("command");
+            assertEquals(4, command.size(), command.toString());
+            assertEquals(chart.at("/command/2").asText().strip(), command.get(2).asText().strip());
+            assertEquals(chart.path("command").get(0), command.get(0));
+            assertEquals("lilbee", command.get(3).asText());
         }
         if (overlay.equals("pvc") || overlay.equals("gate")) {
             assertEquals("warden-data", shared.at("/persistentVolumeClaim/claimName").asText(), shared.toString());

@@ -44,6 +44,8 @@ class GateKeeperTest {
 
     /** The fence's grace and kill timeout here, as warden adds them up. */
     private static final Duration SETTLE = Duration.ofSeconds(4);
+    /** How long a lilbee may be gone before the gate goes to a standby: long, but where a test shortens it. */
+    private Duration handoverAfter = Duration.ofMinutes(1);
 
     private LilbeePaths paths;
     private Path blindProc;
@@ -92,7 +94,7 @@ class GateKeeperTest {
     private GateKeeper unstarted(Path proc, dev.warden.lock.Posix posix) {
         GateKeeper keeper = new GateKeeper(new FileLocker(posix), new ServerLockHolders(processes, proc), new ProcLocks(),
                 new LilbeeFence(new Signaller(posix, processes), Duration.ofSeconds(2), Duration.ofSeconds(2)),
-                InstantSource.system(), Duration.ofMillis(50), Duration.ofMillis(100), SETTLE);
+                InstantSource.system(), new GateKeeper.Timings(Duration.ofMillis(50), Duration.ofMillis(100), SETTLE, handoverAfter));
         keepers.add(keeper);
         return keeper;
     }
@@ -163,6 +165,54 @@ class GateKeeperTest {
             Await.until("the standby woke and stands by on the gate", () -> standby.snapshot().gate() instanceof GateState.Standby);
             assertFalse(standby.snapshot().started(), "the serving pod keeps the gate while its lilbee restarts");
             assertInstanceOf(GateState.Elected.class, restarted.snapshot().gate());
+        }
+    }
+
+    private record TwoPods(GateKeeper serving, GateKeeper standby) {
+    }
+
+    /** A pod elected and served by its lilbee, another standing by; then that lilbee exits. */
+    private TwoPods servedUntilItsLilbeeExits(Duration handover) throws Exception {
+        handoverAfter = handover;
+        GateKeeper serving = keeper();
+        Await.until("started", () -> serving.snapshot().started());
+        GateKeeper standby = blindKeeper();
+        Await.until("the other stands by", () -> standby.snapshot().gate() instanceof GateState.Standby);
+        try (Peer lilbee = Peer.flockHolder(paths.serverLock())) {
+            Await.until("serving", () -> serving.snapshot().serving());
+        }
+        return new TwoPods(serving, standby);
+    }
+
+    /**
+     * The serving pod's lilbee dies and is not back (the kubelet's back-off) within handover-after: its warden is
+     * not started any more and lets the gate go; the standby, waiting in the kernel, is elected and started (its
+     * lilbee starts at once, no back-off), and the first stands by.
+     */
+    @Test
+    void aLilbeeGoneLongerThanTheHandoverTimeHandsTheGateToTheStandby() throws Exception {
+        TwoPods pods = servedUntilItsLilbeeExits(Duration.ofMillis(500));
+        GateKeeper serving = pods.serving();
+        GateKeeper standby = pods.standby();
+        Await.until("the standby is elected and started", () -> standby.snapshot().started());
+        assertInstanceOf(GateState.Elected.class, standby.snapshot().gate());
+        assertFalse(serving.snapshot().started(), "not started once it handed over");
+        assertInstanceOf(GateState.Standby.class, serving.snapshot().gate());
+        assertTrue(serving.snapshot().note().orElse("").contains("was not back within 500 ms"), serving.snapshot().toString());
+    }
+
+    /** A lilbee restarted within handover-after (the kubelet's first restart) keeps the gate in its pod. */
+    @Test
+    void aLilbeeBackWithinTheHandoverTimeKeepsTheGate() throws Exception {
+        TwoPods pods = servedUntilItsLilbeeExits(Duration.ofSeconds(30));
+        GateKeeper serving = pods.serving();
+        GateKeeper standby = pods.standby();
+        Await.until("not serving", () -> !serving.snapshot().serving());
+        try (Peer again = Peer.flockHolder(paths.serverLock())) {
+            Await.until("serving again", () -> serving.snapshot().serving());
+            assertTrue(serving.snapshot().started());
+            assertInstanceOf(GateState.Standby.class, standby.snapshot().gate());
+            assertFalse(standby.snapshot().started());
         }
     }
 
@@ -372,6 +422,14 @@ class GateKeeperTest {
             return decided.get();
         }
 
+        final java.util.concurrent.atomic.AtomicInteger asides = new java.util.concurrent.atomic.AtomicInteger();
+
+        @Override
+        public void stepAside() {
+            asides.incrementAndGet();
+            leading.set(false);
+        }
+
         @Override
         public Optional<Duration> stalled(Duration patience) {
             return Optional.ofNullable(stalled.get());
@@ -472,6 +530,22 @@ class GateKeeperTest {
             Await.until("started and serving with the Lease", () -> keeper.snapshot().started() && keeper.snapshot().serving());
             assertTrue(lilbee.process().isAlive(), "kept, never fenced");
         }
+    }
+
+    /** Lease mode: a lilbee gone longer than handover-after makes its warden step aside from the Lease. */
+    @Test
+    void inLeaseModeALilbeeGoneTooLongStepsAsideFromTheLease() throws Exception {
+        handoverAfter = Duration.ofMillis(500);
+        Switch election = new Switch();
+        election.leading.set(true);
+        GateKeeper keeper = leaseKeeper(election, new NativePosix());
+        Await.until("started with the Lease", () -> keeper.snapshot().started());
+        try (Peer lilbee = Peer.flockHolder(paths.serverLock())) {
+            Await.until("serving", () -> keeper.snapshot().serving());
+        }
+        Await.until("stepped aside", () -> election.asides.get() == 1);
+        Await.until("not started", () -> !keeper.snapshot().started());
+        assertTrue(Peer.flockCanTake(paths.gateLock()), "the gate lock let go");
     }
 
     /** Step-down: a decoy's lock listed first (and named lilbee serve) is no holder; the real one is fenced. */

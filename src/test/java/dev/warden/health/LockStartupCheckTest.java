@@ -40,7 +40,7 @@ class LockStartupCheckTest {
     private final GateKeeper gate = new GateKeeper(new FileLocker(new NativePosix()),
             new ServerLockHolders(new ProcessTable()), new ProcLocks(), new LilbeeFence(new Signaller(new NativePosix(),
                     new ProcessTable()), Duration.ofSeconds(2), Duration.ofSeconds(2)), InstantSource.system(),
-            Duration.ofMillis(50), Duration.ofMillis(100), Duration.ofSeconds(4));
+            new GateKeeper.Timings(Duration.ofMillis(50), Duration.ofMillis(100), Duration.ofSeconds(4), Duration.ofMinutes(1)));
 
     @AfterEach
     void stop() {

@@ -73,7 +73,8 @@ class ResetSoak {
             NativePosix posix = new NativePosix();
             GateKeeper keeper = new GateKeeper(new FileLocker(posix), new ServerLockHolders(processes, proc),
                     new ProcLocks(), new LilbeeFence(new Signaller(posix, processes), GRACE, GRACE),
-                    InstantSource.system(), Duration.ofMillis(50), Duration.ofMillis(100), GRACE.plus(GRACE));
+                    InstantSource.system(), new GateKeeper.Timings(Duration.ofMillis(50), Duration.ofMillis(100), GRACE.plus(GRACE),
+                    Duration.ofMinutes(1)));
             keeper.start(paths);
             warden.set(keeper);
         }
