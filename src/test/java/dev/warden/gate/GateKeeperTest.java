@@ -354,8 +354,8 @@ class GateKeeperTest {
     }
 
     /**
-     * A neighbour with write access deletes both files and flocks a new gate file before the serving warden's
-     * next round: the warden keeps the old gate file while its lilbee holds a lock, so the standby waiting on
+     * A neighbour with write access replaces the gate file with one it flocks, and deletes server.lock, before the
+     * serving warden's next round: the warden keeps the old gate file while its lilbee holds a lock, so the standby waiting on
      * it is never let in, and stops its lilbee, which holds the deleted server.lock.
      */
     @Test
@@ -366,9 +366,13 @@ class GateKeeperTest {
             GateKeeper standby = blindKeeper();
             Await.until("the standby waits", () -> KernelLocks.blockedWaiters(paths.gateLock()) == 1);
             try (Watch twoElected = new Watch(() -> electedOrStarted(standby))) {
-                Files.delete(paths.gateLock());
-                Files.delete(paths.serverLock());
-                try (Peer neighbour = Peer.flockHolder(paths.gateLock())) {
+                // The neighbour's file, locked before it replaces the gate file: taken first whatever the timing (the
+                // warden retakes a deleted gate file within a poll, before a neighbour started only then could).
+                Path raced = paths.gateLock().resolveSibling("raced.lock");
+                try (Peer neighbour = Peer.flockHolder(raced)) {
+                    Files.move(raced, paths.gateLock(), java.nio.file.StandardCopyOption.ATOMIC_MOVE,
+                            java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                    Files.delete(paths.serverLock());
                     assertTrue(lilbee.process().waitFor(10, TimeUnit.SECONDS), "the lilbee on the deleted file was stopped");
                     Await.until("the warden stands by once its lilbee is gone",
                             () -> elected.snapshot().gate() instanceof GateState.Standby && !elected.snapshot().started());
