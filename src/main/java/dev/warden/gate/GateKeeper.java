@@ -303,10 +303,7 @@ public class GateKeeper {
             gateWait.cancel(false);
             gateWait = null;
         }
-        releaseReplacedGate();
-        if (gate != null) {
-            gate.close();
-            gate = null;
+        if (letGateGo()) {
             LOG.infof("Released %s: this warden does not hold the Lease", paths.gateLock());
         }
         if (started) {
@@ -506,6 +503,17 @@ public class GateKeeper {
                 waited.isZero() ? "" : " (stood by for " + waited.toMillis() + " ms)");
     }
 
+    /** Lets go of the gate lock and of a replaced one kept beside it; whether the gate lock was held. */
+    private boolean letGateGo() {
+        releaseReplacedGate();
+        if (gate == null) {
+            return false;
+        }
+        gate.close();
+        gate = null;
+        return true;
+    }
+
     private void releaseReplacedGate() {
         if (replacedGate != null) {
             replacedGate.close();
@@ -666,11 +674,7 @@ public class GateKeeper {
         started = false;
         lilbeeGoneSince = null;
         leaseAlone = false;
-        releaseReplacedGate();
-        if (gate != null) {
-            gate.close();
-            gate = null;
-        }
+        letGateGo();
         if (lease != null) {
             lease.stepAside();
         }
@@ -725,10 +729,7 @@ public class GateKeeper {
         if (releaseWait != null) {
             releaseWait.cancel(false);
         }
-        releaseReplacedGate();
-        if (gate != null) {
-            gate.close();
-            gate = null;
+        if (letGateGo()) {
             LOG.infof("Released %s", paths.gateLock());
         }
         if (lease != null) {

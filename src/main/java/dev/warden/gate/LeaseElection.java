@@ -183,13 +183,14 @@ public final class LeaseElection implements GateElection {
      */
     @Override
     public void stepAside() {
-        asideUntil = System.nanoTime() + settings.retryPeriod().multipliedBy(3).toNanos();
+        Duration aside = settings.retryPeriod().multipliedBy(3);
+        asideUntil = System.nanoTime() + aside.toNanos();
         leading.set(false);
         CompletableFuture<?> elector = running.get();
         if (elector != null) {
             elector.cancel(true);
         }
-        LOG.infof("Stepping aside from the Lease %s for %d s", settings.name(), settings.retryPeriod().multipliedBy(3).toSeconds());
+        LOG.infof("Stepping aside from the Lease %s for %d s", settings.name(), aside.toSeconds());
     }
 
     /**

@@ -1,14 +1,16 @@
 package dev.warden.testing;
 
+import dev.warden.lock.FileId;
+import dev.warden.lock.ProcLocks;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -16,8 +18,8 @@ import java.util.TreeSet;
  * Which pods of a {@link KubeletCluster} have a {@code lilbee serve} holding {@code server.lock}, as this machine's
  * kernel shows it (every node shares it): what a pod's kubelet reports lags, calls a container running while it
  * only waits to become lilbee, and cannot tell a lilbee that serves from one exiting after it let its lock go.
- * A process belongs to a pod when its cgroup path names the pod's UID; it holds server.lock when
- * {@code /proc/locks} lists a flock of its on the file one of its descriptors names {@code .../server.lock}
+ * A process belongs to a pod when its cgroup path names the pod's UID; it holds server.lock when the lock table
+ * ({@link ProcLocks}) gives it the lock on the file one of its descriptors names {@code .../server.lock}
  * (on isolated nodes each has its own file: two holders are two lilbees serving one data dir).
  */
 public final class PodLilbees {
@@ -27,13 +29,13 @@ public final class PodLilbees {
 
     /** The pods, of those {@code byUid} names (UID to pod name), whose lilbee serve holds server.lock now. */
     public static List<String> serving(Map<String, String> byUid) {
-        Set<String> flocks = flocks();
+        ProcLocks table = new ProcLocks();
         Set<String> found = new TreeSet<>();
         try (DirectoryStream<Path> proc = Files.newDirectoryStream(Path.of("/proc"),
                 p -> p.getFileName().toString().chars().allMatch(Character::isDigit))) {
             for (Path process : proc) {
                 String pid = process.getFileName().toString();
-                if (!lilbeeServe(read(process.resolve("cmdline"))) || !holdsServerLock(process, pid, flocks)) {
+                if (!lilbeeServe(read(process.resolve("cmdline"))) || !holdsServerLock(process, Long.parseLong(pid), table)) {
                     continue;
                 }
                 String cgroup = read(process.resolve("cgroup"));
@@ -60,27 +62,14 @@ public final class PodLilbees {
         return false;
     }
 
-    /** "pid:inode" of every flock in /proc/locks. */
-    private static Set<String> flocks() {
-        Set<String> held = new HashSet<>();
-        for (String line : read(Path.of("/proc/locks")).split("\n")) {
-            String[] fields = line.trim().split("\\s+");
-            // 1: FLOCK  ADVISORY  WRITE 13511 00:2f:123456 0 EOF   (blocked waiters are "->" lines, skipped)
-            if (fields.length >= 6 && fields[1].equals("FLOCK")) {
-                String[] device = fields[5].split(":");
-                held.add(fields[4] + ":" + device[device.length - 1]);
-            }
-        }
-        return held;
-    }
-
-    private static boolean holdsServerLock(Path process, String pid, Set<String> flocks) {
+    /** Whether a descriptor of the process names a server.lock whose lock the lock table gives to the process. */
+    private static boolean holdsServerLock(Path process, long pid, ProcLocks table) {
         try (DirectoryStream<Path> fds = Files.newDirectoryStream(process.resolve("fd"))) {
             for (Path fd : fds) {
                 String target = Files.readSymbolicLink(fd).toString();
                 if (target.endsWith("/server.lock") || target.endsWith("/server.lock (deleted)")) {
-                    Object inode = Files.getAttribute(fd, "unix:ino");
-                    if (flocks.contains(pid + ":" + inode)) {
+                    Map<String, Object> id = Files.readAttributes(fd, "unix:dev,ino");
+                    if (table.holderOf(new FileId((Long) id.get("dev"), (Long) id.get("ino"))).equals(OptionalLong.of(pid))) {
                         return true;
                     }
                 }
