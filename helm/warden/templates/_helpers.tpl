@@ -31,25 +31,54 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
-lilbee's command in gate mode: python3 -c <this> lilbee <args> waits until warden's startup check says this
-pod's lilbee may run (a warden that is stalled or gone says nothing), then becomes lilbee.
+lilbee's command in gate mode: python3 -c <this> lilbee <args>. It runs lilbee only while warden's startup check
+says this pod's lilbee may run (a warden that is stalled or gone says nothing), and when lilbee dies it waits for
+that again and starts it again itself, so a crash costs no kubelet back-off: once warden hands the gate over
+(warden.gate.handover-after), the pod it goes to starts its lilbee at once, however often that lilbee crashed
+before. A quick exit waits longer each time (1 s doubling to 30 s; back to 1 s after a minute's run). SIGTERM and
+SIGINT are passed to lilbee, whose exit code this exits with.
 */}}
 {{- define "warden.waitForTheGate" -}}
-import os, sys, time, urllib.request
+import signal, subprocess, sys, time, urllib.request
 url = "http://127.0.0.1:{{ .Values.warden.managementPort }}/q/health/started"
-said = False
-while True:
+lilbee = None
+stopping = None
+def stop(signum, frame):
+    global stopping
+    stopping = signum
+    if lilbee is not None:
+        lilbee.send_signal(signum)
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
+def started():
     try:
         with urllib.request.urlopen(url, timeout=1) as answer:
-            if answer.status == 200:
-                break
+            return answer.status == 200
     except OSError:
-        pass
-    if not said:
+        return False
+pause = 1
+while stopping is None:
+    if not started():
         print("waiting for warden to let lilbee start (" + url + ")", flush=True)
-        said = True
-    time.sleep(1)
-os.execvp(sys.argv[1], sys.argv[1:])
+        while stopping is None and not started():
+            time.sleep(1)
+        if stopping is not None:
+            break
+    began = time.monotonic()
+    lilbee = subprocess.Popen(sys.argv[1:])
+    if stopping is not None:
+        lilbee.send_signal(stopping)
+    code = lilbee.wait()
+    lilbee = None
+    if stopping is not None:
+        sys.exit(128 - code if code < 0 else code)
+    if time.monotonic() - began >= 60:
+        pause = 1
+    print("lilbee exited (" + str(code) + "); started again once warden lets it, in " + str(pause) + " s", flush=True)
+    for second in range(pause):
+        if stopping is None:
+            time.sleep(1)
+    pause = min(pause * 2, 30)
 {{- end }}
 
 {{/*
@@ -143,7 +172,7 @@ seccompProfile:
     - {name: WARDEN_ENGINE_READINESS, value: {{ . | quote }}}
     {{- end }}
     {{- if .Values.warden.engineApiKey.existingSecret }}
-    # A file only warden's container mounts, not a variable in the pod spec (README, "The pod boundary").
+    # A file only warden's container mounts, not a variable in the pod spec (docs/security.md, "The pod boundary").
     - {name: WARDEN_ENGINE_API_KEY_FILE, value: /var/run/secrets/warden-engine/{{ .Values.warden.engineApiKey.key }}}
     {{- end }}
     {{- if .Values.warden.apiToken.existingSecret }}

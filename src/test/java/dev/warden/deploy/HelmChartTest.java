@@ -8,9 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
+import dev.warden.testing.Await;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -123,31 +125,58 @@ class HelmChartTest {
         assertTrue(e.getMessage().contains("gate.lease.duration 12s is too short for retryPeriod 2s"), e.getMessage());
     }
 
-    /** The rendered wait, run by a real Python against a warden stand-in: it waits through 503s, then becomes the program. */
+    /**
+     * The rendered command, run by a real Python against a warden stand-in: it runs the program only once warden says
+     * so, starts it again itself when it dies (once warden says so again), and passes SIGTERM on, exiting with its code.
+     */
     @Test
-    void theRenderedWaitForWardenRunsTheProgramOnlyOnceWardenSaysSo(@TempDir Path dir) throws Exception {
+    void theRenderedCommandRunsLilbeeOnlyWhileWardenSaysSoAndStartsItAgainItself(@TempDir Path dir) throws Exception {
         com.sun.net.httpserver.HttpServer warden = com.sun.net.httpserver.HttpServer.create(
                 new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 0);
         java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        // Not yet, not yet, go (the first run); not yet, not yet, go (the second).
         warden.createContext("/q/health/started", exchange -> {
-            exchange.sendResponseHeaders(asked.incrementAndGet() < 3 ? 503 : 200, -1);
+            exchange.sendResponseHeaders(asked.incrementAndGet() % 3 == 0 ? 200 : 503, -1);
             exchange.close();
         });
         warden.start();
+        Path runs = dir.resolve("runs");
+        Process command = null;
         try {
             Path values = Files.writeString(dir.resolve("v.yaml"), "mode: gate\ngate: {election: lease}\nwarden: {managementPort: "
                     + warden.getAddress().getPort() + "}\n");
             JsonNode lilbee = container(kind(render(values), "Deployment").at("/spec/template/spec"), "containers", "lilbee");
-            Process wait = new ProcessBuilder("python3", "-c", lilbee.at("/command/2").asText(), "echo", "lilbee", "ran")
-                    .redirectErrorStream(true).start();
-            assertTrue(wait.waitFor(30, java.util.concurrent.TimeUnit.SECONDS), "the wait ended");
-            String out = new String(wait.getInputStream().readAllBytes());
-            assertEquals(0, wait.exitValue(), out);
-            assertEquals("waiting for warden to let lilbee start (http://127.0.0.1:" + warden.getAddress().getPort()
-                    + "/q/health/started)\nlilbee ran\n", out);
-            assertEquals(3, asked.get(), "asked until warden said yes, then never again");
+            // A lilbee that crashes at its first start (exit 7) and serves at its second, until SIGTERM.
+            String standIn = "echo run >> '" + runs + "'; [ $(wc -l < '" + runs + "') -ge 2 ] && exec sleep 600; exit 7";
+            Path out = dir.resolve("out");
+            command = new ProcessBuilder("python3", "-c", lilbee.at("/command/2").asText(), "sh", "-c", standIn)
+                    .redirectErrorStream(true).redirectOutput(out.toFile()).start();
+            Process started = command;
+            Await.until("the stand-in runs a second time", Duration.ofSeconds(30),
+                    () -> runs(runs) == 2 && started.descendants().findAny().isPresent());
+            assertEquals(6, asked.get(), "asked until warden said go, twice, and not while lilbee ran");
+
+            command.destroy();
+            assertTrue(command.waitFor(10, java.util.concurrent.TimeUnit.SECONDS), "SIGTERM ends it, passed to lilbee");
+            assertEquals(143, command.exitValue(), "lilbee's exit, by SIGTERM");
+            String url = "http://127.0.0.1:" + warden.getAddress().getPort() + "/q/health/started";
+            assertEquals("waiting for warden to let lilbee start (" + url + ")\n"
+                    + "lilbee exited (7); started again once warden lets it, in 1 s\n"
+                    + "waiting for warden to let lilbee start (" + url + ")\n", Files.readString(out));
         } finally {
+            if (command != null) {
+                command.descendants().forEach(ProcessHandle::destroyForcibly);
+                command.destroyForcibly();
+            }
             warden.stop(0);
+        }
+    }
+
+    private static int runs(Path file) {
+        try {
+            return Files.exists(file) ? Files.readAllLines(file).size() : 0;
+        } catch (IOException e) {
+            return 0;
         }
     }
 

@@ -96,11 +96,15 @@ class KubeletInteropIT {
             String serving = release.servingPod();
             report("gate, SIGKILL warden only: the same pod serving again", release.recovers("SIGKILL warden only", serving, "warden"));
             assertEquals(0, status(release.pod(serving), "lilbee").getRestartCount(), "lilbee kept running");
-            // Only lilbee dies: the kubelet restarts it in place; the same pod serves again.
-            report("gate, SIGKILL lilbee only: the same pod serving again", release.recovers("SIGKILL lilbee only", serving, "lilbee"));
-            // Killed again at once, lilbee is restarted only after the kubelet's back-off: its warden hands the gate over.
-            report("gate, SIGKILL lilbee again (kubelet back-off): the standby serves", release.failover("SIGKILL lilbee in back-off",
-                    pod -> release.kill(pod, "lilbee", "KILL")));
+            // lilbee's process dies (a crash, the OOM killer), twice: its container's command starts it again each time,
+            // with no kubelet back-off, and the same pod serves again.
+            report("gate, SIGKILL lilbee: started again in the same pod", release.lilbeeStartedAgainInPod("SIGKILL lilbee", serving));
+            report("gate, SIGKILL lilbee again: started again in the same pod", release.lilbeeStartedAgainInPod("SIGKILL lilbee again", serving));
+            // Its whole container dies twice: restarted in place at once, then only after the kubelet's back-off, meanwhile
+            // its warden hands the gate over.
+            report("gate, SIGKILL lilbee's container: the same pod serving again", release.recovers("SIGKILL lilbee's container", serving, "lilbee"));
+            report("gate, SIGKILL lilbee's container again (kubelet back-off): the standby serves", release.failover(
+                    "SIGKILL lilbee's container in back-off", pod -> release.kill(pod, "lilbee", "KILL")));
             release.helmTest();
             release.noOverlap();
         }
@@ -129,12 +133,15 @@ class KubeletInteropIT {
             String serving = release.servingPod();
             report("gate (Lease), SIGKILL warden only: the same pod serving again", release.recovers("SIGKILL warden only", serving, "warden"));
             assertEquals(0, status(release.pod(serving), "lilbee").getRestartCount(), "lilbee kept running");
-            // lilbee crashing twice: restarted in place at once, then only after the kubelet's back-off, meanwhile its
-            // warden steps aside from the Lease and the other node's pod serves.
+            // lilbee's process dies: its command starts it again in the same pod. Its container dying twice: restarted in
+            // place at once, then only after the kubelet's back-off, meanwhile its warden steps aside from the Lease and
+            // the other node's pod serves.
             String crashing = release.servingPod();
-            report("gate (Lease), SIGKILL lilbee only: the same pod serving again", release.recovers("SIGKILL lilbee only", crashing, "lilbee"));
-            report("gate (Lease), SIGKILL lilbee again (kubelet back-off): the other pod serves", release.failover("SIGKILL lilbee in back-off",
-                    pod -> release.kill(pod, "lilbee", "KILL")));
+            report("gate (Lease), SIGKILL lilbee: started again in the same pod", release.lilbeeStartedAgainInPod("SIGKILL lilbee", crashing));
+            report("gate (Lease), SIGKILL lilbee's container: the same pod serving again",
+                    release.recovers("SIGKILL lilbee's container", crashing, "lilbee"));
+            report("gate (Lease), SIGKILL lilbee's container again (kubelet back-off): the other pod serves", release.failover(
+                    "SIGKILL lilbee's container in back-off", pod -> release.kill(pod, "lilbee", "KILL")));
             // The serving warden stalled: its lilbee cannot be fenced by it, and the Lease expires for the other node
             // long before liveness restarts it; that lilbee must still be stopped before the other node's starts.
             String stalled = release.servingPod();

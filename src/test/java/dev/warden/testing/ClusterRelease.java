@@ -214,7 +214,7 @@ public final class ClusterRelease implements AutoCloseable {
      * From now for {@code window}, {@code pod} may still be reported Ready (and a ready endpoint) while another is:
      * hold mode, its warden alone SIGKILLed, the standby takes the lock at once and is Ready at its next probe,
      * while the killed warden's pod stays Ready until its kubelet notices the container gone (it relists every
-     * second). README, "When only warden's container restarts".
+     * second). docs/modes.md, "When only warden's container restarts".
      */
     public void tolerateStaleReady(String pod, Duration window) {
         long now = System.nanoTime();
@@ -247,16 +247,40 @@ public final class ClusterRelease implements AutoCloseable {
     }
 
     /**
-     * From steady, {@code container} of the serving pod SIGKILLed: the time until a pod serves again, the same one
-     * (restarted in place) or another, once the watch saw the killed one leave the Service.
+     * The serving pod's {@code lilbee serve} process SIGKILLed, not its container: in gate mode the container's command
+     * starts lilbee again itself, so the kubelet restarts nothing (no back-off) and the same pod serves again.
      */
-    public Duration servesAgain(String container) throws Exception {
+    public Duration lilbeeStartedAgainInPod(String how, String serving) throws Exception {
+        int restarts = status(pod(serving), "lilbee").getRestartCount();
+        long at = System.nanoTime();
+        killLilbee(serving);
+        Await.until("the pod whose lilbee was killed leaves the Service", Duration.ofSeconds(30),
+                () -> watch.firstWithout(at, serving).isPresent());
+        Await.until("the same pod serves again after " + how, Duration.ofMinutes(2),
+                () -> watch.ready().equals(Set.of(serving)) && watch.endpoints().equals(Set.of(serving)));
+        if (status(pod(serving), "lilbee").getRestartCount() != restarts) {
+            throw new AssertionError("the kubelet restarted lilbee's container: its command should have started lilbee again");
+        }
+        return Duration.ofNanos(System.nanoTime() - at);
+    }
+
+    /** SIGKILL to the {@code lilbee serve} of {@code pod} that holds server.lock (the process, not its container). */
+    public void killLilbee(String pod) throws Exception {
+        String uid = pod(pod).getMetadata().getUid();
+        long pid = PodLilbees.holderIn(uid).orElseThrow(() -> new AssertionError("no lilbee of " + pod + " holds server.lock"));
+        Command.ok(null, List.of("kill", "-KILL", Long.toString(pid)));
+    }
+
+    /**
+     * From steady, the serving pod hit by {@code kill}: the time until a pod serves again, the same one (its container
+     * restarted in place) or another, once the watch saw the hit one leave the Service.
+     */
+    public Duration servesAgain(Kill kill) throws Exception {
         steady();
         String serving = servingPod();
         long at = System.nanoTime();
-        kill(serving, container, "KILL");
-        Await.until("the pod whose " + container + " was killed leaves the Service", Duration.ofSeconds(60),
-                () -> watch.firstWithout(at, serving).isPresent());
+        kill.apply(serving);
+        Await.until("the pod hit leaves the Service", Duration.ofSeconds(60), () -> watch.firstWithout(at, serving).isPresent());
         long left = watch.firstWithout(at, serving).orElseThrow();
         return Duration.ofNanos(left - at).plus(firstServing(left, Duration.ofMinutes(8)));
     }

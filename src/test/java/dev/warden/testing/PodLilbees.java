@@ -29,26 +29,40 @@ public final class PodLilbees {
 
     /** The pods, of those {@code byUid} names (UID to pod name), whose lilbee serve holds server.lock now. */
     public static List<String> serving(Map<String, String> byUid) {
-        ProcLocks table = new ProcLocks();
         Set<String> found = new TreeSet<>();
+        holders().values().forEach(cgroup -> byUid.forEach((uid, name) -> {
+            if (inPod(cgroup, uid)) {
+                found.add(name);
+            }
+        }));
+        return new ArrayList<>(found);
+    }
+
+    /** The lilbee serve of the pod with this UID that holds server.lock now, if one does. */
+    public static OptionalLong holderIn(String podUid) {
+        return holders().entrySet().stream().filter(e -> inPod(e.getValue(), podUid)).mapToLong(Map.Entry::getKey).findFirst();
+    }
+
+    private static boolean inPod(String cgroup, String uid) {
+        return cgroup.contains(uid) || cgroup.contains(uid.replace('-', '_'));
+    }
+
+    /** Every lilbee serve holding server.lock now, with its cgroup. */
+    private static Map<Long, String> holders() {
+        ProcLocks table = new ProcLocks();
+        Map<Long, String> holders = new java.util.HashMap<>();
         try (DirectoryStream<Path> proc = Files.newDirectoryStream(Path.of("/proc"),
                 p -> p.getFileName().toString().chars().allMatch(Character::isDigit))) {
             for (Path process : proc) {
-                String pid = process.getFileName().toString();
-                if (!lilbeeServe(read(process.resolve("cmdline"))) || !holdsServerLock(process, Long.parseLong(pid), table)) {
-                    continue;
+                long pid = Long.parseLong(process.getFileName().toString());
+                if (lilbeeServe(read(process.resolve("cmdline"))) && holdsServerLock(process, pid, table)) {
+                    holders.put(pid, read(process.resolve("cgroup")));
                 }
-                String cgroup = read(process.resolve("cgroup"));
-                byUid.forEach((uid, name) -> {
-                    if (cgroup.contains(uid) || cgroup.contains(uid.replace('-', '_'))) {
-                        found.add(name);
-                    }
-                });
             }
         } catch (IOException e) {
             throw new IllegalStateException("cannot list /proc", e);
         }
-        return new ArrayList<>(found);
+        return holders;
     }
 
     /** {@code lilbee serve}, run as a script by its Python ({@code python .../bin/lilbee serve}) or directly. */
