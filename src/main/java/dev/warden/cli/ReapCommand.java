@@ -16,8 +16,9 @@ import picocli.CommandLine.Spec;
 
 @Command(name = "reap", mixinStandardHelpOptions = true,
         description = {
-            "Run (or, with --dry-run, show) one pass of the last-user-out rule on the engine dir:",
-            "with no live user, under the build lock, stop every recorded llama-swap, or unload a"
+            "Run one pass of the last-user-out rule on each engine dir now (with --dry-run, only say what it would do).",
+            "",
+            "With no live user, under the build lock, it stops every recorded llama-swap, or unloads a"
                     + " kept-warm engine's weights once it has idled for warden.reaper.idle-ttl.",
             "A one-shot pass has no idle history: a kept-warm engine's idle time starts with it, so"
                     + " only `serve` (which runs the rule every second) ever unloads.",

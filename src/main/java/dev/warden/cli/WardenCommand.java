@@ -15,7 +15,12 @@ import picocli.CommandLine.Spec;
                     + " health probes whether this pod holds them, and stops (or unloads) the llama-swap"
                     + " engine once its last user is gone.",
             "",
-            "Paths default to lilbee's own: $LILBEE_DATA, else $XDG_DATA_HOME/lilbee, else ~/.local/share/lilbee."
+            "Paths default to where `lilbee serve` puts them, in the same environment and working directory:"
+                    + " --global (lilbee's default root), else --data-root DIR, else $LILBEE_DATA, else"
+                    + " $LILBEE_DATA_ROOT, else data_root in config.toml (of the lilbee directory found next, or of"
+                    + " the default root), else the nearest lilbee directory (.lilbee/) at or above the working"
+                    + " directory, else $XDG_DATA_HOME/lilbee, else ~/.local/share/lilbee. `warden status` says"
+                    + " which step gave the root."
         },
         exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
             "0:success (serve: stopped by SIGTERM or SIGINT, every lock released)",

@@ -39,7 +39,7 @@ final class Report {
         List<String> doc = new ArrayList<>(List.of(
                 "# warden benchmarks",
                 "",
-                "Written by `./mvnw verify -Pbench -Dinterop.python=<a python with filelock>` (see the README).",
+                "Written by `./mvnw verify -Pbench -Dinterop.python=<a python with filelock>` (see docs/development.md).",
                 "Numbers, not assertions: the default test suite never times anything.",
                 "",
                 "- date: " + LocalDate.now(),

@@ -225,6 +225,11 @@ public final class WardenProcess implements AutoCloseable {
     }
 
     /** The packaged warden: the fast-jar (or a readable copy of it), or with -Pnative the native executable (which takes -D settings too). */
+    /** The command that runs warden as the build made it (the packaged jar, or the native executable under -Pnative). */
+    public static List<String> command() {
+        return command(null);
+    }
+
     private static List<String> command(Path copiedJar, String... jvmOptions) {
         String runner = System.getProperty("warden.it.native", "");
         if (!runner.isEmpty()) {
