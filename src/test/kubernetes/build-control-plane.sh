@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a real Kubernetes control plane from the Go module proxy alone: kube-apiserver and
 # kube-controller-manager v1.37.2 and etcd v3.7.3, into DIR (default target/tools). Go's own caches
-# keep what it fetched and compiled (cold: about 15 minutes on 2 cores; warm: seconds).
+# keep what it fetched and compiled (cold: about 7 minutes on 2 cores; warm: seconds).
 # `go install k8s.io/kubernetes/cmd/kube-apiserver@v1.37.2` refuses: k8s.io/kubernetes replaces its
 # k8s.io/* modules with ./staging. A wrapper module requires it and replaces each with its published
 # v0.37.2 release instead; etcd's server module has the same kind of replace lines.

@@ -40,6 +40,13 @@ for dir in "$state"/node*; do
     kill -9 "$pid" 2>/dev/null && say "stopped shim $pid"
   done
 done
+# A container whose shim went before it (the test stopped mid-way) lives on in its pod's cgroup: every process
+# still in the kubelets' cgroups is a pod's.
+for top in kubepods warden-node2; do
+  for procs in $(find /sys/fs/cgroup/*/"$top" /sys/fs/cgroup/"$top" -name cgroup.procs 2>/dev/null); do
+    for pid in $(cat "$procs" 2>/dev/null); do kill -9 "$pid" 2>/dev/null && say "stopped pod process $pid"; done
+  done
+done
 stop_pid kube-proxy
 [ -x "$state/tools/kube-proxy" ] && "$state/tools/kube-proxy" --cleanup >/dev/null 2>&1 && say "kube-proxy's iptables rules removed"
 for name in scheduler kcm apiserver etcd; do stop_pid "$name"; done
