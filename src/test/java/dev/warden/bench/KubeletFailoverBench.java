@@ -15,12 +15,13 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 /**
- * Figure 11: failover on a real kubelet ({@link KubeletCluster}, two nodes), the chart installed with helm as a
- * user would, and figure 7's question again without a test kubelet: gate mode with the reference lilbee image
- * against bare lilbee replicas, which the kubelet's CrashLoopBackOff paces. Each round waits for one pod serving
- * and one standing by, waits a seeded random moment (up to 30 s: where in the standby's back-off the fault lands),
- * then kills, and times until another pod, or the same one restarted, is Ready and the Service's one ready
- * endpoint, as the API server reports them.
+ * Figures 11 and 12: failover on a real kubelet ({@link KubeletCluster}, two nodes), the chart installed with helm as a
+ * user would, per mode and kind of kill; and figure 7's question again without a test kubelet: gate mode with the
+ * reference lilbee image against bare lilbee replicas, which the kubelet's CrashLoopBackOff paces. Each round waits for
+ * one pod serving and one standing by, waits a seeded random moment (up to 30 s: where in the standby's back-off the
+ * fault lands), then kills, and times until another pod, or the same one, is Ready and the Service's one ready
+ * endpoint, as the API server reports them. Two methods, so each figure can be run alone (figure 12's bare rows wait
+ * out the kubelet's back-off: most of an hour).
  */
 class KubeletFailoverBench {
 
@@ -31,16 +32,12 @@ class KubeletFailoverBench {
     private final Random random = new Random(11);
 
     @Test
-    void failoverOnARealKubelet() throws Exception {
-        Path tools = Path.of(InteropTools.path("control-plane"));
-        Path images = Path.of(InteropTools.path("node-images"));
-        String helm = InteropTools.path("helm");
+    void failoverPerModeOnARealKubelet() throws Exception {
         int rounds = Integer.getInteger("warden.bench.kubelet-rounds", 10);
-        int lilbeeRounds = Integer.getInteger("warden.bench.kubelet-lilbee-rounds", 20);
         List<String> rows = new ArrayList<>();
         List<String> installs = new ArrayList<>();
-        try (KubeletCluster cluster = KubeletCluster.start(tools, images, Path.of("target/kubelet-bench").toAbsolutePath(), 2)) {
-            try (ClusterRelease hold = ClusterRelease.helm(cluster, helm, "hold", List.of(), NODE1)) {
+        try (KubeletCluster cluster = cluster()) {
+            try (ClusterRelease hold = ClusterRelease.helm(cluster, helm(), "hold", List.of(), NODE1)) {
                 installs.add(seconds("hold", hold.installed()));
                 rows.add(row("hold: the serving pod force-deleted", failovers(hold, rounds, hold::forceDelete), "-"));
                 rows.add(row("hold: the serving pod's warden SIGKILLed (llama-swap runs on in it)",
@@ -49,23 +46,7 @@ class KubeletFailoverBench {
                             hold.kill(pod, "warden", "KILL");
                         }), "-"));
             }
-            try (ClusterRelease gate = ClusterRelease.helm(cluster, helm, "gate", ClusterRelease.GATE, NODE1)) {
-                installs.add(seconds("gate", gate.installed()));
-                rows.add(row("gate, real lilbee: the serving pod force-deleted", failovers(gate, lilbeeRounds, gate::forceDelete),
-                        Integer.toString(gate.watch().exits("lilbee", 3))));
-                // The process, as a crash or the kernel's OOM killer ends it: its container's command starts it again.
-                rows.add(row("gate, real lilbee: the serving lilbee SIGKILLed (started again in its pod)",
-                        restarts(gate, lilbeeRounds, gate::killLilbee), Integer.toString(gate.watch().exits("lilbee", 3))));
-            }
-            try (ClusterRelease bare = ClusterRelease.manifests(cluster, "bare", bareLilbee(), "app=bare-lilbee", "bare-lilbee")) {
-                installs.add(seconds("bare lilbee", bare.installed()));
-                rows.add(row("bare lilbee replicas: the serving pod force-deleted", failovers(bare, lilbeeRounds, bare::forceDelete),
-                        Integer.toString(bare.watch().exits("lilbee", 3))));
-                rows.add(row("bare lilbee replicas: the serving lilbee SIGKILLed (the kubelet restarts it)",
-                        restarts(bare, lilbeeRounds, pod -> bare.kill(pod, "lilbee", "KILL")),
-                        Integer.toString(bare.watch().exits("lilbee", 3))));
-            }
-            try (ClusterRelease leased = ClusterRelease.helm(cluster, helm, "gate-lease", ClusterRelease.GATE_LEASE, null)) {
+            try (ClusterRelease leased = ClusterRelease.helm(cluster, helm(), "gate-lease", ClusterRelease.GATE_LEASE, null)) {
                 installs.add(seconds("gate with a Lease", leased.installed()));
                 rows.add(row("gate, Lease across two nodes: the serving pod force-deleted",
                         failovers(leased, rounds, leased::forceDelete), "-"));
@@ -77,17 +58,60 @@ class KubeletFailoverBench {
         }
         Report.section("11. Failover on a real kubelet",
                 "A real cluster on this machine (src/test/kubernetes/node-up.sh: kubelet, containerd, kube-proxy v1.37.2, two"
-                        + " nodes), the chart installed with helm, 2 replicas on one ReadWriteMany hostPath claim; hold and gate"
-                        + " on one node, the Lease across both. Each round: one pod serving and one standing by, then a seeded"
-                        + " random wait of up to " + RANDOM_WINDOW_MS / 1000 + " s, then the kill; time until a pod (another, or"
-                        + " the same one restarted in place) is Ready and the Service's one ready endpoint, from a watch of the"
-                        + " API server. Bare lilbee replicas: the reference lilbee image alone, 2 replicas, ready once it listens"
-                        + " (a tcpSocket probe); the standby's lilbee exits 3 after waiting 15 s for server.lock and the"
-                        + " kubelet's CrashLoopBackOff restarts it (10 s doubling to 5 minutes). helm install to the first pod"
-                        + " Ready: " + String.join(", ", installs) + ".",
-                List.of("| failover | median ms | p99 ms | min ms | max ms | rounds | lilbee exits 3 |",
-                        "|---|---|---|---|---|---|---|"),
-                rows);
+                        + " nodes), the chart installed with helm, 2 replicas on one ReadWriteMany hostPath claim; hold on one"
+                        + " node with the real llama-swap, gate mode's Lease across both with the reference lilbee image (gate"
+                        + " mode on one node is figure 12). " + ROUND + " helm install to the first pod Ready: "
+                        + String.join(", ", installs) + ".",
+                HEADER, rows);
+    }
+
+    @Test
+    void gatedAgainstBareLilbeeOnARealKubelet() throws Exception {
+        int rounds = Integer.getInteger("warden.bench.kubelet-lilbee-rounds", 20);
+        List<String> rows = new ArrayList<>();
+        List<String> installs = new ArrayList<>();
+        try (KubeletCluster cluster = cluster()) {
+            try (ClusterRelease gate = ClusterRelease.helm(cluster, helm(), "gate", ClusterRelease.GATE, NODE1)) {
+                installs.add(seconds("gate", gate.installed()));
+                rows.add(row("gated by warden: the serving pod force-deleted", failovers(gate, rounds, gate::forceDelete),
+                        Integer.toString(gate.watch().exits("lilbee", 3))));
+                // The process, as a crash or the kernel's OOM killer ends it: its container's command starts it again.
+                rows.add(row("gated by warden: the serving lilbee SIGKILLed (started again in its pod)",
+                        restarts(gate, rounds, gate::killLilbee), Integer.toString(gate.watch().exits("lilbee", 3))));
+            }
+            try (ClusterRelease bare = ClusterRelease.manifests(cluster, "bare", bareLilbee(), "app=bare-lilbee", "bare-lilbee")) {
+                installs.add(seconds("bare lilbee", bare.installed()));
+                rows.add(row("bare lilbee replicas: the serving pod force-deleted", failovers(bare, rounds, bare::forceDelete),
+                        Integer.toString(bare.watch().exits("lilbee", 3))));
+                rows.add(row("bare lilbee replicas: the serving lilbee SIGKILLed (the kubelet restarts it)",
+                        restarts(bare, rounds, pod -> bare.kill(pod, "lilbee", "KILL")),
+                        Integer.toString(bare.watch().exits("lilbee", 3))));
+            }
+        }
+        Report.section("12. lilbee failover on a real kubelet",
+                "Figure 7's question without the test kubelet: the real cluster of figure 11, one node, 2 replicas on one"
+                        + " ReadWriteMany hostPath claim of the reference lilbee image (the real `lilbee serve` 0.6.90b449)."
+                        + " Gated: the chart in gate mode (warden as the native sidecar; lilbee's command runs lilbee only while"
+                        + " warden says so and starts it again when it dies). Bare: lilbee alone, ready once it listens (a"
+                        + " tcpSocket probe); the standby's lilbee exits 3 after waiting 15 s for server.lock and the kubelet's"
+                        + " CrashLoopBackOff restarts it (10 s doubling to 5 minutes), as it restarts a killed lilbee. " + ROUND
+                        + " helm install (or kubectl apply) to the first pod Ready: " + String.join(", ", installs) + ".",
+                HEADER, rows);
+    }
+
+    private static final String ROUND = "Each round: one pod serving and one standing by, then a seeded random wait of up to "
+            + RANDOM_WINDOW_MS / 1000 + " s (where in the standby's life the fault lands), then the kill; time until a pod"
+            + " (another, or the same one) is Ready and the Service's one ready endpoint, from a watch of the API server.";
+    private static final List<String> HEADER = List.of("| failover | median ms | p99 ms | min ms | max ms | rounds | lilbee exits 3 |",
+            "|---|---|---|---|---|---|---|");
+
+    private static KubeletCluster cluster() throws Exception {
+        return KubeletCluster.start(Path.of(InteropTools.path("control-plane")), Path.of(InteropTools.path("node-images")),
+                Path.of("target/kubelet-bench").toAbsolutePath(), 2);
+    }
+
+    private static String helm() {
+        return InteropTools.path("helm");
     }
 
     /** One measurement of a kill, from steady. */
