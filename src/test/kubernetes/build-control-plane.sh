@@ -31,4 +31,5 @@ cd "$work/etcd"
 grep -qs '^tool' go.mod || { printf 'module local/etcd\n\ngo 1.26.0\n' > go.mod; go get -tool go.etcd.io/etcd/server/v3@$etcd; }
 go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
 "$out/kube-apiserver" --version
-"$out/etcd" --version | head -1
+# The first line only; sed reads the rest, so etcd never meets a closed pipe (SIGPIPE under pipefail).
+"$out/etcd" --version | sed -n 1p
