@@ -20,6 +20,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -31,11 +32,14 @@ import org.junit.jupiter.params.provider.MethodSource;
  * after a {@code <!-- runnable -->} line is run as written, in bash, with {@code warden} the packaged executable
  * and a home of its own holding a lilbee library.
  */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class DocsCommandsIT {
+
+    /** {@code warden PATH --help}, asked once per path for the whole class (each is a start of warden). */
+    private final Map<String, String> helpByPath = new HashMap<>();
 
     private static final Pattern FENCE = Pattern.compile("^```(\\S*)\\s*$");
     private static final Pattern PLACEHOLDER = Pattern.compile("<[^<>]+>");
-    private static final Map<String, String> HELP = new HashMap<>();
 
     /** A line of a block: where it is, and the command it holds (continuation lines joined). */
     record Line(String where, String command, boolean runnable) {
@@ -184,7 +188,7 @@ class DocsCommandsIT {
     }
 
     /** {@code warden PATH... --OPTION...}: each command of the path exists and names each option in its help. */
-    private static void checkWarden(Line line, List<String> arguments) throws IOException, InterruptedException {
+    private void checkWarden(Line line, List<String> arguments) throws IOException, InterruptedException {
         List<String> path = new ArrayList<>();
         String help = help(path);
         int i = 0;
@@ -213,17 +217,17 @@ class DocsCommandsIT {
     }
 
     /** {@code warden PATH --help}, once per path; null when PATH is not a command (its usage line does not name it). */
-    private static String help(List<String> path) throws IOException, InterruptedException {
+    private String help(List<String> path) throws IOException, InterruptedException {
         String key = String.join(" ", path);
-        if (!HELP.containsKey(key)) {
+        if (!helpByPath.containsKey(key)) {
             List<String> arguments = new ArrayList<>(path);
             arguments.add("--help");
             WardenProcess.Result result = WardenProcess.run(arguments.toArray(String[]::new));
             String usage = "Usage: warden" + (key.isEmpty() ? "" : " " + key) + " ";
             boolean named = result.exitCode() == 0 && result.stdout().contains(usage);
-            HELP.put(key, named ? result.stdout() : null);
+            helpByPath.put(key, named ? result.stdout() : null);
         }
-        return HELP.get(key);
+        return helpByPath.get(key);
     }
 
     /** {@code helm install NAME CHART --set K=V...}: rendered by a real helm with the same values. */
