@@ -5,12 +5,14 @@
 # `go install k8s.io/kubernetes/cmd/kube-apiserver@v1.37.2` refuses: k8s.io/kubernetes replaces its
 # k8s.io/* modules with ./staging. A wrapper module requires it and replaces each with its published
 # v0.37.2 release instead; etcd's server module has the same kind of replace lines.
+# CGO off, as in both projects' release builds, and as build-node.sh builds the kubelet: one cgo setting
+# means `net` and everything above it compile once for all eight commands, not twice.
 # usage: build-control-plane.sh [DIR]
 set -euo pipefail
 out=$(mkdir -p "${1:-target/tools}" && cd "${1:-target/tools}" && pwd)
 work=$(mkdir -p target/control-plane-build && cd target/control-plane-build && pwd)
 k8s=v1.37.2 staging=v0.37.2 etcd=v3.7.3
-export GOFLAGS=-buildvcs=false
+export GOFLAGS=-buildvcs=false CGO_ENABLED=0
 
 mkdir -p "$work/kubernetes" "$work/etcd"
 cd "$work/kubernetes"
@@ -24,8 +26,7 @@ if ! grep -qs '^tool' go.mod; then
 fi
 version=k8s.io/component-base/version client=k8s.io/client-go/pkg/version
 ldflags="-s -w -X $version.gitVersion=$k8s -X $version.gitMajor=1 -X $version.gitMinor=37 -X $client.gitVersion=$k8s -X $client.gitMajor=1 -X $client.gitMinor=37"
-go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-go build -trimpath -ldflags "$ldflags" -o "$out/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+go build -trimpath -ldflags "$ldflags" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 
 cd "$work/etcd"
 grep -qs '^tool' go.mod || { printf 'module local/etcd\n\ngo 1.26.0\n' > go.mod; go get -tool go.etcd.io/etcd/server/v3@$etcd; }
