@@ -132,6 +132,8 @@ seccompProfile:
     - {name: QUARKUS_HTTP_PORT, value: {{ .Values.warden.port | quote }}}
     - {name: QUARKUS_MANAGEMENT_PORT, value: {{ .Values.warden.managementPort | quote }}}
     - {name: WARDEN_MODE, value: {{ .Values.mode | quote }}}
+    # The release label on warden's series: the alerts count the pods serving a data dir per release.
+    - {name: WARDEN_METRICS_RELEASE, value: {{ .Release.Name | quote }}}
     {{- if eq .Values.mode "gate" }}
     # Ready only once lilbee answers too (with a 401: it asks a token even there, and that shows it serves).
     - {name: WARDEN_GATE_HEALTH_URL, value: "http://127.0.0.1:{{ .Values.lilbee.port }}/api/health"}
@@ -219,4 +221,30 @@ seccompProfile:
     {{- if .Values.warden.engineApiKey.existingSecret }}
     - {name: engine-api-key, mountPath: /var/run/secrets/warden-engine, readOnly: true}
     {{- end }}
+{{- end }}
+
+{{/* The series of this release, for the alerts' expressions: its namespace (the scrape's label) and its release (warden's). */}}
+{{- define "warden.alertSelector" -}}
+namespace="{{ .Release.Namespace }}", release="{{ .Release.Name }}"
+{{- end }}
+
+{{/* An alert's labels: (list $ severity); its severity and alerts.additionalLabels. */}}
+{{- define "warden.alertLabels" -}}
+severity: {{ index . 1 }}
+{{- with (index . 0).Values.alerts.additionalLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+An alert's annotations: (list $ anchor summary description). The description ends with the runbook's place in
+docs/operations.md; with alerts.runbookUrl (where that page is published) there is a runbook_url too.
+*/}}
+{{- define "warden.alertAnnotations" -}}
+{{- $anchor := index . 1 -}}
+summary: {{ index . 2 | quote }}
+description: {{ printf "%s Runbook: docs/operations.md#%s" (index . 3) $anchor | quote }}
+{{- with (index . 0).Values.alerts.runbookUrl }}
+runbook_url: {{ printf "%s#%s" . $anchor | quote }}
+{{- end }}
 {{- end }}

@@ -1,4 +1,5 @@
-// kubecheck decodes Kubernetes manifests strictly against the API types of k8s.io/api, the
+// kubecheck decodes Kubernetes manifests strictly against the API types of k8s.io/api (and of
+// prometheus-operator's monitoring.coreos.com/v1, for the chart's PodMonitor and PrometheusRule), the
 // way an API server with field validation set to Strict does: an unknown or duplicated field,
 // a wrong type, or a kind it does not know fails. It reads multi-document YAML from the files
 // named on the command line (or stdin with "-"), or builds a kustomization first with
@@ -16,6 +17,7 @@ import (
 	"io"
 	"os"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +39,7 @@ func main() {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
-		networkingv1.AddToScheme, policyv1.AddToScheme, rbacv1.AddToScheme,
+		networkingv1.AddToScheme, policyv1.AddToScheme, rbacv1.AddToScheme, monitoringv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			fmt.Fprintln(os.Stderr, err)

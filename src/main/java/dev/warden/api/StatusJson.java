@@ -101,6 +101,7 @@ public class StatusJson {
             ObjectNode lease = gate.putObject("lease");
             lease.put("name", view.name()).put("identity", view.identity()).put("leading", view.leading());
             view.holder().ifPresentOrElse(h -> lease.put("holder", h), () -> lease.putNull("holder"));
+            view.renewed().ifPresent(t -> lease.put("renewed", t.toString()));
         });
         snapshot.note().ifPresent(n -> gate.put("note", n));
         return gate;

@@ -150,8 +150,7 @@ public class ServeCommand implements Callable<Integer> {
         if (chosen == Mode.GATE) {
             lilbee.scopeDir().ifPresent(scope -> LOG.warnf("In gate mode warden watches %s only: the scope lock in %s is"
                     + " lilbee's own, and a pod whose lilbee it refuses exits 3", lilbee.serverLock(), scope));
-            if (ProcessHandle.current().pid() == 1) {
-                // Readiness needs this pod's lilbee among the processes warden sees, which are only this PID namespace's.
+            if (!GateKeeper.seesPodProcesses()) {
                 LOG.warn("In gate mode warden must see its pod's lilbee, but it is PID 1 of a PID namespace of its own,"
                         + " where no other container's process is visible: it will never report ready. Set"
                         + " shareProcessNamespace: true on the pod (the chart does)");

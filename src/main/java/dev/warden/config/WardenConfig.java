@@ -76,6 +76,8 @@ public interface WardenConfig {
 
     Liveness liveness();
 
+    Metrics metrics();
+
     interface Gate {
         /**
          * Where this pod's {@code lilbee serve} answers, e.g. {@code http://127.0.0.1:7433/api/health}:
@@ -284,5 +286,14 @@ public interface WardenConfig {
          */
         @WithDefault("30s")
         Duration stallTimeout();
+    }
+
+    interface Metrics {
+        /**
+         * The {@code release} label on warden's series at {@code /q/metrics}: which pods serve one data dir
+         * together, so the alerts count servers per release (the chart sets its release's name). Unset: no
+         * such label, and the alerts group by namespace and data dir alone.
+         */
+        Optional<String> release();
     }
 }

@@ -1,6 +1,7 @@
 package dev.warden.gate;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Optional;
 
 /**
@@ -36,6 +37,11 @@ public interface GateElection extends AutoCloseable {
 
     /** Who holds it, as last seen. */
     Optional<String> holder();
+
+    /** When its holder last renewed it, as last read or written: what shows a holder that stopped renewing. */
+    default Optional<Instant> renewed() {
+        return Optional.empty();
+    }
 
     /**
      * How long the election has gone without contending, once that is longer than {@code patience} and

@@ -36,6 +36,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
 
@@ -81,7 +82,7 @@ public class GateKeeper {
     private final Duration settle;
     private final Duration handoverAfter;
     private final AtomicReference<GateSnapshot> published = new AtomicReference<>(GateSnapshot.notStarted());
-    private final List<Runnable> startListeners = new CopyOnWriteArrayList<>();
+    private final List<Consumer<LilbeePaths>> startListeners = new CopyOnWriteArrayList<>();
     private boolean running;
     /**
      * Lease mode: the gate is contended for only while this election is won; null in file mode. Set
@@ -203,13 +204,21 @@ public class GateKeeper {
         }
         paths = prepared;
         publish(Phase.RUNNING);
-        startListeners.forEach(Runnable::run);
+        startListeners.forEach(listener -> listener.accept(paths));
         loop.start(this::round, this::pendingWait, this::finish);
     }
 
-    /** Calls {@code listener} when gate mode starts, so the metrics have gate series only in gate mode. */
-    public void onStart(Runnable listener) {
+    /** Calls {@code listener} with the paths watched when gate mode starts, so the metrics have gate series only in gate mode. */
+    public void onStart(Consumer<LilbeePaths> listener) {
         startListeners.add(listener);
+    }
+
+    /**
+     * Whether warden can see its pod's other containers' processes, its lilbee's among them: not when it is PID 1
+     * of a PID namespace of its own (a pod without {@code shareProcessNamespace}), where it can never report ready.
+     */
+    public static boolean seesPodProcesses() {
+        return ProcessHandle.current().pid() != 1;
     }
 
     /** Lets go of the gate, promptly. Safe to call twice. */
@@ -742,7 +751,7 @@ public class GateKeeper {
     private void publish(Phase phase) {
         GateSnapshot next = new GateSnapshot(phase, Optional.of(paths.gateLock()), Optional.of(paths.serverLock()),
                 gateState, server, started, note, Optional.ofNullable(lease).map(l -> new GateSnapshot.LeaseView(
-                        l.name(), l.identity(), l.leading(), l.holder())));
+                        l.name(), l.identity(), l.leading(), l.holder(), l.renewed())));
         if (!next.equals(published.get())) {
             published.set(next);
         }

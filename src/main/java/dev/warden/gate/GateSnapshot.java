@@ -2,6 +2,7 @@ package dev.warden.gate;
 
 import dev.warden.hold.HoldSnapshot.Phase;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.Optional;
 
 /**
@@ -21,8 +22,12 @@ public record GateSnapshot(Phase phase, Optional<Path> gateLock, Optional<Path> 
                 Optional.empty());
     }
 
-    /** Lease mode: the Lease's name, this warden's identity, whether it holds the Lease, and who does as last seen. */
-    public record LeaseView(String name, String identity, boolean leading, Optional<String> holder) {
+    /**
+     * Lease mode: the Lease's name, this warden's identity, whether it holds the Lease, who does and when they last
+     * renewed it, as last seen.
+     */
+    public record LeaseView(String name, String identity, boolean leading, Optional<String> holder,
+            Optional<Instant> renewed) {
     }
 
     /**

@@ -35,6 +35,7 @@ public final class LeaseElection implements GateElection {
     private final Settings settings;
     private final AtomicBoolean leading = new AtomicBoolean();
     private final AtomicReference<String> holder = new AtomicReference<>();
+    private final AtomicReference<Instant> renewed = new AtomicReference<>();
     private final AtomicBoolean stopped = new AtomicBoolean();
     private final AtomicReference<CompletableFuture<?>> running = new AtomicReference<>();
     /**
@@ -118,6 +119,17 @@ public final class LeaseElection implements GateElection {
     @Override
     public Optional<String> holder() {
         return Optional.ofNullable(holder.get());
+    }
+
+    @Override
+    public Optional<Instant> renewed() {
+        return Optional.ofNullable(renewed.get());
+    }
+
+    private void seen(LeaderElectionRecord record) {
+        if (record != null && record.getRenewTime() != null) {
+            renewed.set(record.getRenewTime().toInstant());
+        }
     }
 
     /**
@@ -226,6 +238,7 @@ public final class LeaseElection implements GateElection {
             lastAsked = System.nanoTime();
             try {
                 LeaderElectionRecord record = lock.get(kubernetes);
+                seen(record);
                 continued(record);
                 return record;
             } finally {
@@ -248,6 +261,7 @@ public final class LeaseElection implements GateElection {
         }
 
         private void accepted(LeaderElectionRecord record, long sent) {
+            seen(record);
             if (settings.identity().equals(record.getHolderIdentity())) {
                 lastWriteSent = sent;
                 everHeld = true;

@@ -25,7 +25,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Consumer;
+import java.util.function.BiConsumer;
 import org.jboss.logging.Logger;
 
 /**
@@ -57,7 +57,7 @@ public class LockKeeper {
     private final long pid = ProcessHandle.current().pid();
 
     private final AtomicReference<HoldSnapshot> published = new AtomicReference<>(HoldSnapshot.notStarted());
-    private final List<Consumer<Set<LockKind>>> planListeners = new CopyOnWriteArrayList<>();
+    private final List<BiConsumer<LilbeePaths, Set<LockKind>>> planListeners = new CopyOnWriteArrayList<>();
     private boolean started;
 
     // Confined to the keeper thread once it runs (handed over by Thread.start).
@@ -100,7 +100,7 @@ public class LockKeeper {
         slots = List.copyOf(planned);
         Set<LockKind> kinds = EnumSet.noneOf(LockKind.class);
         planned.forEach(slot -> kinds.add(slot.kind));
-        planListeners.forEach(listener -> listener.accept(Set.copyOf(kinds)));
+        planListeners.forEach(listener -> listener.accept(paths, Set.copyOf(kinds)));
         if (paths.scopeDir().isPresent()) {
             // The owner file's first write would otherwise load and compile its JSON path on the takeover.
             ownerFile.warm(paths.dataDir(), pid);
@@ -120,7 +120,7 @@ public class LockKeeper {
      * Calls {@code listener} with the kinds of lock each {@link #start} is about to hold, so the metrics
      * have a series for each lock this warden holds and none for a lock it was not configured with.
      */
-    public void onPlanned(Consumer<Set<LockKind>> listener) {
+    public void onPlanned(BiConsumer<LilbeePaths, Set<LockKind>> listener) {
         planListeners.add(listener);
     }
 

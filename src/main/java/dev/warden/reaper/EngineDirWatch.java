@@ -28,6 +28,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
 import org.jboss.logging.Logger;
 
 /**
@@ -66,6 +67,8 @@ final class EngineDirWatch {
     private final java.util.function.Consumer<PassOutcome> counted;
     private final Set<Path> watchedUsers = ConcurrentHashMap.newKeySet();
     private final AtomicReference<ReaperStatus> published = new AtomicReference<>(ReaperStatus.notStarted());
+    /** Passes that ended in an error, and claims of the reaper lock that failed for a reason other than a holder. */
+    private final LongAdder failures = new LongAdder();
 
     // Touched by whichever thread runs a pass (one at a time: tick is synchronized) and by stop.
     private HeldLock reaperLock;
@@ -108,6 +111,11 @@ final class EngineDirWatch {
 
     ReaperStatus status() {
         return published.get();
+    }
+
+    /** Passes (and claims) that failed since warden started. */
+    long failures() {
+        return failures.sum();
     }
 
     /** Watching, or with nothing to watch: a dir where lilbee recorded nothing holds no engine. */
@@ -154,6 +162,7 @@ final class EngineDirWatch {
                 publish(outcome);
             }
         } catch (RuntimeException e) {
+            failures.increment();
             LOG.error("A reaper pass on " + dir().root() + " failed; trying again next tick", e);
         } finally {
             passing = null;
@@ -202,6 +211,7 @@ final class EngineDirWatch {
                             + " over when it exits");
             claimFailed = false;
         } catch (IOException e) {
+            failures.increment();
             claimFailed = true;
             publish("cannot claim " + lock + ": " + e.getMessage());
         }
@@ -297,7 +307,8 @@ final class EngineDirWatch {
     private void publish(String detail) {
         ReaperStatus last = published.get();
         published.set(new ReaperStatus(reaperLock != null, detail, reaper.idleSince(), last.lastPass(), last.lastAction(),
-                last.lastActionAt(), last.engineExpected(), last.engineAnswers(), last.liveUsers(), last.keepWarm()));
+                last.lastActionAt(), last.engineExpected(), last.engineAnswers(), last.liveUsers(), last.keepWarm(),
+                reaperLock != null ? reaper.unused() : Optional.empty()));
     }
 
     private void publish(PassOutcome outcome) {
@@ -313,6 +324,6 @@ final class EngineDirWatch {
         live.forEach(id -> watchUser(dir().userLock(id), false));
         published.set(new ReaperStatus(true, "watching " + dir().root(), reaper.idleSince(), Optional.of(outcome),
                 acted ? Optional.of(outcome) : last.lastAction(), acted ? Optional.of(clock.instant()) : last.lastActionAt(),
-                expected, answers, live.size(), dir().keepWarmMarkers().size()));
+                expected, answers, live.size(), dir().keepWarmMarkers().size(), reaper.unused()));
     }
 }

@@ -55,6 +55,8 @@ public final class Reaper {
     /** When the last user left a kept-warm engine, and whether its weights were unloaded since. */
     private Instant idleSince;
     private boolean unloaded;
+    /** Since when an engine has been held with no user, and for how long the rule lets it be. */
+    private Unused unused;
 
     public Reaper(EngineDir dir, EngineUsers users, FileLocker locker, EngineRecords records, EngineStopper stopper,
             EngineIdentity identity, EngineClient client, InstantSource clock, Duration idleTtl, Optional<URI> externalEngine,
@@ -86,8 +88,33 @@ public final class Reaper {
         return Optional.ofNullable(idleSince);
     }
 
+    /**
+     * Since when an engine here has held memory with no user (weights loaded, or a stop that has not taken yet),
+     * as of the last pass; empty while a user holds it, once its weights are unloaded, and when there is none.
+     */
+    public Optional<Unused> unused() {
+        return Optional.ofNullable(unused);
+    }
+
     /** One pass of the rule. */
     public PassOutcome pass() {
+        PassOutcome outcome = decide();
+        Optional<Duration> limit = switch (outcome.action()) {
+            case IDLING, UNLOAD_REFUSED -> Optional.of(dir.keepWarmIdle(idleTtl).orElse(Unused.NEVER));
+            // A stop that took leaves no record; one still recorded is an engine the stop has not ended (yet).
+            case STOPPED -> records.read(dir).isEmpty() ? Optional.empty() : Optional.of(Duration.ZERO);
+            case BUILD_LOCK_HELD, INTERRUPTED -> Optional.ofNullable(unused).map(Unused::limit);
+            case USERS_LIVE, NOTHING_TO_DO, UNLOADED, UNLOADED_EARLIER -> Optional.empty();
+        };
+        // The clock runs on while the rule's allowance stays the same: an engine whose unload keeps being refused
+        // is timed from the first pass that found no user, and one whose stop keeps failing from the first stop;
+        // a kept-warm engine stopped for not answering starts over there, as a stop is allowed no time at all.
+        unused = limit.map(l -> unused != null && unused.limit().equals(l) ? unused : new Unused(clock.instant(), l))
+                .orElse(null);
+        return outcome;
+    }
+
+    private PassOutcome decide() {
         if (users.anyLive(dir)) {
             resetIdle();
             return new PassOutcome(PassOutcome.Action.USERS_LIVE, "a user holds the engine");

@@ -9,18 +9,18 @@ import dev.warden.engine.EngineRecords;
 import dev.warden.engine.EngineStopper;
 import dev.warden.engine.EngineUsers;
 import dev.warden.lock.FileLocker;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.scheduler.Scheduled;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Singleton;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * warden's reaper while it serves: one {@link EngineDirWatch} on each engine dir lilbee uses for
@@ -39,16 +39,17 @@ public class ReaperService {
     private final EngineClient client;
     private final EngineIdentity identity;
     private final InstantSource clock;
-    private final MeterRegistry meters;
-    private final Map<PassOutcome.Action, Counter> passes = new EnumMap<>(PassOutcome.Action.class);
+    private final Map<PassOutcome.Action, LongAdder> passes = new EnumMap<>(PassOutcome.Action.class);
 
     private volatile List<EngineDirWatch> watches = List.of();
     private volatile boolean stopped;
 
     public ReaperService(WardenConfig config, EngineUsers users, FileLocker locker, EngineRecords records,
-            EngineStopper stopper, EngineIdentity identity, EngineClient client, InstantSource clock, MeterRegistry meters) {
+            EngineStopper stopper, EngineIdentity identity, EngineClient client, InstantSource clock) {
         this.identity = identity;
-        this.meters = meters;
+        for (PassOutcome.Action action : PassOutcome.Action.values()) {
+            passes.put(action, new LongAdder());
+        }
         this.config = config;
         this.users = users;
         this.locker = locker;
@@ -124,12 +125,24 @@ public class ReaperService {
         }
         ReaperStatus slot = all.getFirst();
         Optional<ReaperStatus> latest = all.stream().filter(s -> s.lastActionAt().isPresent())
-                .max(java.util.Comparator.comparing(s -> s.lastActionAt().orElse(Instant.MIN)));
+                .max(Comparator.comparing(s -> s.lastActionAt().orElse(Instant.MIN)));
         boolean expected = all.stream().anyMatch(ReaperStatus::engineExpected);
         return new ReaperStatus(watches.stream().allMatch(EngineDirWatch::covered), slot.detail(), slot.idleSince(),
                 slot.lastPass(), latest.flatMap(ReaperStatus::lastAction), latest.flatMap(ReaperStatus::lastActionAt),
                 expected, expected && all.stream().allMatch(s -> !s.engineExpected() || s.engineAnswers()),
-                all.stream().mapToInt(ReaperStatus::liveUsers).sum(), all.stream().mapToInt(ReaperStatus::keepWarm).sum());
+                all.stream().mapToInt(ReaperStatus::liveUsers).sum(), all.stream().mapToInt(ReaperStatus::keepWarm).sum(),
+                all.stream().flatMap(s -> s.unused().stream())
+                        .max(Comparator.comparing(u -> u.overdue(clock.instant()))));
+    }
+
+    /** How many passes decided {@code action} since warden started, over every watched dir. */
+    public long passes(PassOutcome.Action action) {
+        return passes.get(action).sum();
+    }
+
+    /** How many passes (and claims of a reaper lock) ended in an error since warden started. */
+    public long failedPasses() {
+        return watches.stream().mapToLong(EngineDirWatch::failures).sum();
     }
 
     void onShutdown(@Observes ShutdownEvent event) {
@@ -143,10 +156,6 @@ public class ReaperService {
     }
 
     private void count(PassOutcome outcome) {
-        synchronized (passes) {
-            passes.computeIfAbsent(outcome.action(), action -> Counter.builder("warden.reaper.passes")
-                    .description("Reaper passes, by what they decided")
-                    .tag("action", action.name().toLowerCase().replace('_', '-')).register(meters)).increment();
-        }
+        passes.get(outcome.action()).increment();
     }
 }

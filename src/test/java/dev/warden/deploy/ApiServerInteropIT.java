@@ -41,6 +41,15 @@ class ApiServerInteropIT {
     static void startTheControlPlane() throws Exception {
         Path bin = Path.of(KubernetesTypesInteropIT.tool("control-plane"));
         plane = ControlPlane.start(bin, Files.createTempDirectory("warden-control-plane"));
+        // prometheus-operator's CRDs, as a cluster running it has them: the chart's PodMonitor and PrometheusRule are
+        // then validated against their schemas, strictly, like every other object.
+        try (Stream<Path> crds = Files.list(Path.of(KubernetesTypesInteropIT.tool("monitoring-crds")))) {
+            for (Path crd : crds.sorted().toList()) {
+                plane.ok(Files.readString(crd), "apply", "--server-side", "--field-manager=warden-test", "-f", "-");
+            }
+        }
+        plane.ok(null, "wait", "--for=condition=Established", "--timeout=60s", "crd/podmonitors.monitoring.coreos.com",
+                "crd/prometheusrules.monitoring.coreos.com");
     }
 
     @AfterAll
@@ -130,6 +139,20 @@ class ApiServerInteropIT {
         Await.until("the ReplicaSet's pod is refused", () -> plane.poll("-n", namespace, "get", "events", "--field-selector",
                 "reason=FailedCreate", "-o", "yaml").orElse("").contains("violates PodSecurity"));
         assertEquals(0, pods(namespace));
+
+        Command.Run rule = plane.kubectl("""
+                apiVersion: monitoring.coreos.com/v1
+                kind: PrometheusRule
+                metadata: {name: misspelt}
+                spec:
+                  groups:
+                    - name: warden
+                      rules:
+                        - alert: WardenSplitBrain
+                          expresion: sum(warden_serving) > 1
+                """, "apply", "--server-side", "--validate=strict", "-n", namespace, "-f", "-");
+        assertNotEquals(0, rule.exitCode(), rule.output());
+        assertTrue(rule.output().contains("expresion"), rule.output());
     }
 
     @Test

@@ -32,7 +32,8 @@ class HelmChartTest {
     }
 
     private static List<JsonNode> render(Path values) throws IOException {
-        String manifests = new Helm(CHART).template().withName("lib").withValuesFile(values).call();
+        // In namespace "default", as the real helm renders without --namespace (helm-java would leave it empty).
+        String manifests = new Helm(CHART).template().withName("lib").withNamespace("default").withValuesFile(values).call();
         return PodChecks.objects(manifests);
     }
 
@@ -241,6 +242,47 @@ class HelmChartTest {
         JsonNode warden = container(pod, "containers", "warden");
         assertTrue(warden.path("env").toString().contains("WARDEN_API_TOKEN_FILE"), warden.toString());
         assertTrue(pod.path("volumes").toString().contains("\"secretName\":\"warden-api\""), pod.toString());
+    }
+
+    /**
+     * The PodMonitor scrapes every pod of the release at warden's management port; each alert has a severity, a
+     * summary and a description, reads only this release's series, and links a runbook section that docs/operations.md has.
+     */
+    @Test
+    void theMonitoringObjectsScrapeEveryPodAndEachAlertHasARunbook() throws IOException {
+        List<JsonNode> objects = render(CHART.resolve("ci/monitoring-values.yaml"));
+        JsonNode deployment = kind(objects, "Deployment");
+        JsonNode monitor = kind(objects, "PodMonitor");
+        assertEquals(deployment.at("/spec/selector/matchLabels"), monitor.at("/spec/selector/matchLabels"));
+        assertEquals("kube-prometheus-stack", monitor.at("/metadata/labels/release").asText());
+        JsonNode endpoint = monitor.at("/spec/podMetricsEndpoints/0");
+        assertEquals("/q/metrics", endpoint.path("path").asText());
+        JsonNode warden = container(deployment.at("/spec/template/spec"), "initContainers", "warden");
+        assertTrue(warden.path("ports").toString().contains("{\"name\":\"" + endpoint.path("port").asText() + "\",\"containerPort\":9096}"),
+                warden.toString());
+        assertTrue(warden.path("env").toString().contains("{\"name\":\"WARDEN_METRICS_RELEASE\",\"value\":\"lib\"}"),
+                warden.toString());
+
+        String operations = Files.readString(Path.of("docs/operations.md"));
+        JsonNode rules = kind(objects, "PrometheusRule").at("/spec/groups/0/rules");
+        assertEquals(6, rules.size(), rules.toString());
+        for (JsonNode rule : rules) {
+            String alert = rule.path("alert").asText();
+            assertTrue(List.of("critical", "warning").contains(rule.at("/labels/severity").asText()), rule.toString());
+            assertEquals("ml-platform", rule.at("/labels/team").asText(), rule.toString());
+            assertFalse(rule.at("/annotations/summary").asText().isBlank(), rule.toString());
+            String anchor = alert.toLowerCase(java.util.Locale.ROOT);
+            assertTrue(rule.at("/annotations/description").asText().endsWith("docs/operations.md#" + anchor), rule.toString());
+            assertEquals("https://example.invalid/warden/docs/operations.md#" + anchor, rule.at("/annotations/runbook_url").asText());
+            assertTrue(operations.contains("\n### " + alert + "\n"), "docs/operations.md has a runbook for " + alert);
+            String expr = rule.path("expr").asText();
+            int series = expr.split("\\bwarden_[a-z_]+\\{", -1).length - 1;
+            assertTrue(series > 0, expr);
+            assertEquals(series, expr.split("\\{namespace=\"default\", release=\"lib\"}", -1).length - 1,
+                    "every series read is this release's: " + expr);
+        }
+        assertTrue(kind(render(CHART.resolve("ci/default-values.yaml")), "PrometheusRule").isMissingNode(), "opt-in");
+        assertTrue(kind(render(CHART.resolve("ci/default-values.yaml")), "PodMonitor").isMissingNode(), "opt-in");
     }
 
     @Test

@@ -19,6 +19,11 @@ import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.Map;
+import java.util.TreeMap;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The chart as a user installs it, on a real cluster of two real kubelets ({@link KubeletCluster}), with
@@ -110,8 +115,39 @@ class KubeletInteropIT {
         }
     }
 
+    /**
+     * What warden cannot prevent and its alerts must catch: the file election on two nodes whose shared volume shows each
+     * node its own files (a ReadWriteMany claim whose locks do not reach across nodes). Each pod is elected, and both
+     * serve; the chart's WardenSplitBrain expression, evaluated by promtool over the two pods' real metrics, says so.
+     */
     @Test
     @Order(3)
+    void theFileElectionAcrossTwoIsolatedNodesIsASplitBrainThatTheAlertCounts(@TempDir Path dir) throws Exception {
+        Path spread = Files.writeString(dir.resolve("spread.yaml"), """
+                affinity:
+                  podAntiAffinity:
+                    requiredDuringSchedulingIgnoredDuringExecution:
+                      - labelSelector: {matchLabels: {app.kubernetes.io/instance: w}}
+                        topologyKey: kubernetes.io/hostname
+                """);
+        List<String> values = new ArrayList<>(ClusterRelease.GATE);
+        values.addAll(List.of("-f", spread.toString()));
+        try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "split", values, null)) {
+            Await.until("both pods serve", Duration.ofMinutes(3), () -> release.watch().ready().size() == 2);
+            Map<String, String> scrapes = new TreeMap<>();
+            for (String pod : release.watch().ready()) {
+                scrapes.put(pod, release.metrics(pod));
+            }
+            String dataDir = "/var/lib/lilbee/data";
+            String expr = AlertRulesInteropIT.expression("split", "WardenSplitBrain");
+            Command.Run evaluated = AlertRulesInteropIT.evaluate(dir, "split", scrapes, expr, Map.of(
+                    AlertRulesInteropIT.labels(new TreeMap<>(Map.of("namespace", "split", "release", "w", "data_dir", dataDir))), 2.0));
+            assertEquals(0, evaluated.exitCode(), expr + "\n" + evaluated.output() + "\n" + scrapes);
+        }
+    }
+
+    @Test
+    @Order(4)
     void gateModeWithALeaseAcrossTwoNodesFailsOverOnDrainAndOnNodeLoss() throws Exception {
         try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "gate-lease", ClusterRelease.GATE_LEASE, null)) {
             report("gate (Lease): helm install to the first pod Ready", release.installed());

@@ -102,6 +102,11 @@ class KubernetesTypesInteropIT {
 
         Command.Run unknownKind = run("apiVersion: v1\nkind: Sidecar\nmetadata:\n  name: x\n", tool("kubecheck"), "-");
         assertEquals(1, unknownKind.exitCode(), unknownKind.output());
+
+        Command.Run monitor = run("apiVersion: monitoring.coreos.com/v1\nkind: PodMonitor\nmetadata:\n  name: x\nspec:\n"
+                + "  podMetricEndpoints: [{port: management}]\n", tool("kubecheck"), "-");
+        assertEquals(1, monitor.exitCode(), monitor.output());
+        assertTrue(monitor.output().contains("unknown field \"spec.podMetricEndpoints\""), monitor.output());
         assertTrue(unknownKind.output().contains("no kind \"Sidecar\""), unknownKind.output());
     }
 }

@@ -8,6 +8,7 @@ import dev.warden.testing.Await;
 import dev.warden.testing.ControlPlane;
 import dev.warden.testing.LeaseWardens;
 import dev.warden.testing.Peer;
+import dev.warden.testing.PromText;
 import dev.warden.testing.WardenProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -123,6 +124,14 @@ class LeaseInteropIT {
                 other.awaitJson("/api/v1/status", "/gate/lease/holder", h -> h.asText().equals(identity));
                 assertEquals(503, other.status("/q/health/started"), "a warden without the Lease is not started");
             }
+        }
+        // Every warden, standby or leader, reports the last renewal it saw: what WardenLeaseNotRenewed reads.
+        for (WardenProcess warden : started) {
+            String metrics = warden.text("/q/metrics");
+            double age = System.currentTimeMillis() / 1000.0
+                    - PromText.value(metrics, "warden_gate_lease_renew_time_seconds").orElseThrow();
+            assertTrue(age >= -1 && age < RETRY.multipliedBy(3).toSeconds() + 1, "renewal seen " + age + " s ago\n" + metrics);
+            assertEquals(LEASE.toSeconds(), PromText.value(metrics, "warden_gate_lease_duration_seconds").orElseThrow());
         }
         long killed = System.nanoTime();
         leader.process().destroyForcibly();

@@ -17,6 +17,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import java.util.Map;
+import dev.warden.testing.PromText;
 
 /**
  * {@code warden serve --mode gate}, packaged, against util-linux flock standing in for lilbee's
@@ -47,14 +49,21 @@ class GateModeIT {
     void theElectedWardenIsStartedNeverTakesTheServerLockAndIsReadyWhileLilbeeHoldsIt() throws Exception {
         Path root = dir.resolve("root");
         Path serverLock = root.resolve("data/server.lock");
-        try (WardenProcess elected = WardenProcess.serve("gate-elected", "--mode", "gate", "--data-root", root.toString())) {
+        try (WardenProcess elected = WardenProcess.serve("gate-elected", List.of("-Dwarden.metrics.release=lilbee"), "--mode",
+                "gate", "--data-root", root.toString())) {
             elected.awaitStatus("/q/health/started", 200);
             elected.awaitReaper();
             assertEquals(503, elected.status("/q/health/ready"), "no lilbee serves yet");
             String metrics = elected.text("/q/metrics");
-            assertTrue(metrics.contains("warden_gate_elected 1.0"), metrics);
-            assertTrue(metrics.contains("warden_gate_started 1.0"), metrics);
-            assertTrue(metrics.contains("warden_gate_serving 0.0"), metrics);
+            // Each series says which data dir and which release it is of: what the alerts count serving pods by.
+            Map<String, String> labels = Map.of("data_dir", root.toRealPath().resolve("data").toString(), "release", "lilbee");
+            assertEquals(1.0, PromText.value(metrics, "warden_gate_elected", labels).orElseThrow(), metrics);
+            assertEquals(1.0, PromText.value(metrics, "warden_gate_started", labels).orElseThrow(), metrics);
+            assertEquals(0.0, PromText.value(metrics, "warden_gate_serving", labels).orElseThrow(), metrics);
+            assertEquals(0.0, PromText.value(metrics, "warden_serving", labels).orElseThrow(), "no lilbee serves yet");
+            assertEquals(1.0, PromText.value(metrics, "warden_gate_sees_pod_processes", labels).orElseThrow(), metrics);
+            assertEquals(1.0, PromText.value(metrics, "warden_info", Map.of("mode", "gate")).orElseThrow(), metrics);
+            assertTrue(PromText.value(metrics, "warden_gate_lease_duration_seconds").isEmpty(), "no Lease series in file mode");
             assertFalse(metrics.contains("warden_lock_held"), "no lock series for locks gate mode never holds");
             assertEquals(200, elected.status("/q/health/live"));
             assertTrue(Peer.flockCanTake(serverLock), "warden never holds server.lock in gate mode");

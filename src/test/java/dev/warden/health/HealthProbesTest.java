@@ -1,5 +1,7 @@
 package dev.warden.health;
 
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
@@ -20,6 +22,8 @@ import java.util.Optional;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import java.util.Map;
+import dev.warden.testing.PromText;
 
 /** The SmallRye probes as Kubernetes reads them, served by the Quarkus application itself. */
 @QuarkusTest
@@ -79,9 +83,11 @@ class HealthProbesTest {
             probe().when().get("/q/health/live").then().statusCode(200)
                     .body("checks.name", hasItem("lock-keeper"));
             probe().when().get("/q/health/started").then().statusCode(503);
-            probe().when().get("/q/metrics").then().statusCode(200)
-                    .body(containsString("warden_lock_held{lock=\"data-dir\"} 0.0"))
-                    .body(containsString("warden_lock_held{lock=\"scope\"} 1.0"));
+            String standby = probe().when().get("/q/metrics").then().statusCode(200).extract().asString();
+            Map<String, String> dataDir = Map.of("data_dir", dir.toRealPath().resolve("data").toString());
+            assertEquals(0.0, PromText.value(standby, "warden_lock_held", Map.of("lock", "data-dir")).orElseThrow(), standby);
+            assertEquals(1.0, PromText.value(standby, "warden_lock_held", Map.of("lock", "scope")).orElseThrow(), standby);
+            assertEquals(0.0, PromText.value(standby, "warden_serving", dataDir).orElseThrow(), standby);
 
             holder.kill();
             Await.until("readiness is UP", () -> probe().get("/q/health/ready").statusCode() == 200);
@@ -90,9 +96,11 @@ class HealthProbesTest {
                     .body("checks.find { it.name == 'locks' }.data.'data-dir.state'", equalTo("held"))
                     .body("checks.find { it.name == 'locks' }.data.'scope.path'",
                             equalTo(dir.toRealPath().resolve("scope/server.scope.lock").toString()));
-            probe().when().get("/q/metrics").then()
-                    .body(containsString("warden_lock_held{lock=\"data-dir\"} 1.0"))
-                    .body(org.hamcrest.Matchers.matchesPattern("(?s).*warden_lock_last_wait_seconds\\{lock=\"data-dir\"} [0-9.E-]+\n.*"));
+            String serving = probe().when().get("/q/metrics").then().extract().asString();
+            assertEquals(1.0, PromText.value(serving, "warden_lock_held", Map.of("lock", "data-dir")).orElseThrow(), serving);
+            assertTrue(PromText.value(serving, "warden_lock_last_wait_seconds", Map.of("lock", "data-dir")).orElseThrow() > 0,
+                    serving);
+            assertEquals(1.0, PromText.value(serving, "warden_serving", dataDir).orElseThrow(), serving);
         }
         keeper.stop();
         probe().when().get("/q/health/ready").then().statusCode(503)

@@ -62,12 +62,12 @@ class LockKeeperTest {
     @Test
     void eachStartTellsWhichKindsOfLockItHolds() throws Exception {
         List<java.util.Set<LockKind>> planned = new java.util.concurrent.CopyOnWriteArrayList<>();
-        keeper.onPlanned(planned::add);
+        keeper.onPlanned((watched, kinds) -> planned.add(kinds));
         assertTrue(keeper.start(paths("plain", false), true).isEmpty());
         keeper.stop();
         LockKeeper scoped = new LockKeeper(new FileLocker(new NativePosix()), new ProcLocks(),
                 new ScopeOwnerFile(new ObjectMapper()), InstantSource.system(), Duration.ofMillis(50), Duration.ofMillis(100));
-        scoped.onPlanned(planned::add);
+        scoped.onPlanned((watched, kinds) -> planned.add(kinds));
         try {
             assertTrue(scoped.start(paths("scoped", true), true).isEmpty());
         } finally {

@@ -18,6 +18,8 @@ import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import java.util.Map;
+import dev.warden.testing.PromText;
 
 /** The packaged warden's reaper, scheduled as it runs in a pod, against fake engines and lock peers. */
 class ReaperIT {
@@ -56,8 +58,11 @@ class ReaperIT {
                 }
             });
             String metrics = warden.text("/q/metrics");
-            assertTrue(metrics.contains("warden_reaper_passes_total{action=\"stopped\"} 1.0"), metrics);
-            assertTrue(metrics.contains("warden_reaper_watching 1.0"), metrics);
+            assertEquals(1.0, PromText.value(metrics, "warden_reaper_passes_total", Map.of("action", "stopped")).orElseThrow(),
+                    metrics);
+            assertEquals(1.0, PromText.value(metrics, "warden_reaper_watching").orElseThrow(), metrics);
+            assertEquals(0.0, PromText.value(metrics, "warden_reaper_pass_failures_total").orElseThrow(), metrics);
+            assertEquals(0.0, PromText.value(metrics, "warden_engine_unused_seconds").orElseThrow(), "stopped: none held");
         }
     }
 
@@ -94,6 +99,24 @@ class ReaperIT {
                     assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)), warden.log());
                 }
             }
+        }
+    }
+
+    /** A reaper that cannot claim its engine dir counts each failed try, which the WardenReaperFailing alert reads. */
+    @Test
+    void aReaperThatCannotUseItsEngineDirCountsItsFailures() throws Exception {
+        Path notADir = Files.writeString(dir.resolve("engine"), "a file where the volume should be");
+        try (WardenProcess warden = WardenProcess.serve("reaper-failing", "--data-root", dir.resolve("root").toString(),
+                "--engine-dir", notADir.resolve("engine").toString())) {
+            warden.awaitStatus("/q/health/started", 200);
+            Await.until("two failed claims counted", () -> {
+                try {
+                    return PromText.value(warden.text("/q/metrics"), "warden_reaper_pass_failures_total").orElse(0) >= 2;
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            assertEquals(0.0, PromText.value(warden.text("/q/metrics"), "warden_reaper_watching").orElseThrow());
         }
     }
 

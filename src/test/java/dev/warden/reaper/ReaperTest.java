@@ -19,6 +19,7 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -242,6 +243,51 @@ class ReaperTest {
         user.kill();
         clock.advance(Duration.ofSeconds(30));
         assertEquals(PassOutcome.Action.IDLING, reaper.pass().action(), "the window starts again when the user leaves");
+    }
+
+    /**
+     * What the WardenEngineHeldUnused alert reads: an engine held with no user from the first pass that finds none,
+     * through refused unloads (whose new idle windows do not reset it), until its weights go or a user comes back.
+     */
+    @Test
+    void anEngineHeldWithNoUserIsTimedFromTheFirstPassThatFindsNoneUntilItsWeightsGo() throws Exception {
+        FakeEngine engine = recordedEngine("--refuse-unload");
+        keepWarm();
+        Reaper reaper = reaper();
+        assertTrue(reaper.unused().isEmpty(), "no pass yet");
+        Instant first = clock.instant();
+        reaper.pass();
+        assertEquals(Optional.of(new Unused(first, IDLE_TTL)), reaper.unused());
+        clock.advance(IDLE_TTL);
+        assertEquals(PassOutcome.Action.UNLOAD_REFUSED, reaper.pass().action());
+        clock.advance(Duration.ofSeconds(30));
+        assertEquals(PassOutcome.Action.IDLING, reaper.pass().action());
+        assertEquals(Optional.of(new Unused(first, IDLE_TTL)), reaper.unused(), "a refusal keeps the clock running");
+        assertEquals(Duration.ofSeconds(30), reaper.unused().orElseThrow().overdue(clock.instant()));
+
+        Peer user = user("back");
+        assertEquals(PassOutcome.Action.USERS_LIVE, reaper.pass().action());
+        assertTrue(reaper.unused().isEmpty(), "used again");
+        user.kill();
+        clock.advance(Duration.ofSeconds(5));
+        Instant left = clock.instant();
+        reaper.pass();
+        assertEquals(Optional.of(new Unused(left, IDLE_TTL)), reaper.unused(), "timed again from the user's exit");
+        assertTrue(engine.alive());
+    }
+
+    @Test
+    void anEngineKeptWarmWithoutLimitIsNeverOverdueAndAStoppedOneIsNoLongerHeld() throws Exception {
+        Reaper reaper = reaper();
+        keptWarmFor("0", reaper);
+        clock.advance(Duration.ofDays(30));
+        reaper.pass();
+        assertEquals(Unused.NEVER, reaper.unused().orElseThrow().limit());
+        assertTrue(reaper.unused().orElseThrow().overdue(clock.instant()).isNegative());
+
+        Files.delete(dir.usersDir().resolve("0123456789abcdef.keep-warm"));
+        assertEquals(PassOutcome.Action.STOPPED, reaper.pass().action());
+        assertTrue(reaper.unused().isEmpty(), "stopped: no longer held");
     }
 
     @Test

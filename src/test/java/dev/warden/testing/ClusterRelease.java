@@ -303,6 +303,15 @@ public final class ClusterRelease implements AutoCloseable {
         Command.ok(null, List.of("kill", "-" + signal, Long.toString(pid)));
     }
 
+    /** warden's {@code /q/metrics} in {@code pod}, as a scraper reads them: curl in the pod's network namespace. */
+    public String metrics(String pod) throws Exception {
+        Pod p = pod(pod);
+        int node = p.getSpec().getNodeName().equals(NODE1) ? 1 : 2;
+        long pid = cluster.containerPid(node, status(p, "warden").getContainerID());
+        return Command.ok(null, List.of("nsenter", "--target", Long.toString(pid), "--net", "curl", "-sSf", "--max-time", "10",
+                "http://127.0.0.1:9096/q/metrics"));
+    }
+
     /** A changed value rolls the Deployment to new pods, one of which serves: the time from the upgrade until it does. */
     public Duration upgradeRollsToNewPods() throws Exception {
         steady();
