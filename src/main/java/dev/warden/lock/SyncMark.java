@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Path;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -236,7 +235,8 @@ public class SyncMark {
         Properties mode = new Properties();
         mode.setProperty("open_mode", Integer.toString(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW));
         try {
-            connection = DriverManager.getConnection("jdbc:sqlite:" + file, mode);
+            // Asked of sqlite-jdbc itself: DriverManager's service lookup finds no driver in a native image.
+            connection = org.sqlite.JDBC.createConnection("jdbc:sqlite:" + file, mode);
         } catch (SQLException e) {
             throw new Unlockable(file + " cannot be opened (" + e.getMessage() + ")", e);
         }

@@ -224,16 +224,20 @@ public final class WardenProcess implements AutoCloseable {
                 Files.createDirectories(Path.of("target", "it-state", name + "-" + System.nanoTime())).toAbsolutePath().toString());
     }
 
-    /** The packaged warden: the fast-jar (or a readable copy of it), or with -Pnative the native executable (which takes -D settings too). */
     /** The command that runs warden as the build made it (the packaged jar, or the native executable under -Pnative). */
     public static List<String> command() {
         return command(null);
     }
 
+    /** Whether the tests run the native executable (-Pnative), which has no JVM: no attach mechanism, no JVM flags. */
+    public static boolean nativeExecutable() {
+        return !System.getProperty("warden.it.native", "").isEmpty();
+    }
+
+    /** The packaged warden: the fast-jar (or a readable copy of it), or with -Pnative the native executable (which takes -D settings too). */
     private static List<String> command(Path copiedJar, String... jvmOptions) {
-        String runner = System.getProperty("warden.it.native", "");
-        if (!runner.isEmpty()) {
-            List<String> command = new ArrayList<>(List.of(runner));
+        if (nativeExecutable()) {
+            List<String> command = new ArrayList<>(List.of(System.getProperty("warden.it.native")));
             command.addAll(java.util.Arrays.stream(jvmOptions).filter(o -> o.startsWith("-D")).toList());
             return command;
         }
