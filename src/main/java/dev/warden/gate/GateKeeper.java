@@ -556,6 +556,9 @@ public class GateKeeper {
      * within the fence's grace; this pod's lilbee waits that long before it may start on a free path.
      */
     private void settleAfterAReset(Instant now) {
+        // Elected without having looked at the files before (a warden just started, or restarted): it cannot know
+        // whether a reset just happened, unless server.lock has stood unchanged for longer than a settle.
+        boolean unseen = gateSeenWaiting == null;
         rememberWhileWaiting();
         boolean replaced = replacedWhileWaiting;
         gateSeenWaiting = null;
@@ -563,16 +566,24 @@ public class GateKeeper {
         // server.lock as elected: one deleted between the election and the start decision is a reset too.
         serverSeenWaiting = lockFileAt(paths.serverLock());
         if (replaced) {
-            settle(now);
+            settle(now, paths.gateLock() + " or " + paths.serverLock() + " was deleted or replaced while this warden waited"
+                    + " (a lilbee reset, or a writer of the data dir)");
+        } else if (unseen && !standingSince(paths.serverLock(), now.minus(settle))) {
+            settle(now, "this warden has just started and " + paths.serverLock() + " is new or missing (a lilbee reset"
+                    + " may have just deleted it)");
         }
     }
 
-    private void settle(Instant now) {
+    /** Whether {@code path} is a file whose inode last changed before {@code then}. */
+    private static boolean standingSince(Path path, Instant then) {
+        LockFileMark mark = LockFileMark.at(path);
+        return mark != null && mark.changed().toInstant().isBefore(then);
+    }
+
+    private void settle(Instant now, String why) {
         settleUntil = now.plus(settle);
-        note = Optional.of(paths.gateLock() + " or " + paths.serverLock() + " was deleted or replaced while this"
-                + " warden waited (a lilbee reset, or a writer of the data dir): the pod that served may still run a"
-                + " lilbee on the deleted lock, which its warden stops; this pod's lilbee may start "
-                + settle.toMillis() + " ms after that if server.lock is free then");
+        note = Optional.of(why + ": the pod that served may still run a lilbee on a deleted lock, which its warden"
+                + " stops; this pod's lilbee may start " + settle.toMillis() + " ms after that if server.lock is free then");
         LOG.warn(note.get());
     }
 
@@ -606,7 +617,7 @@ public class GateKeeper {
             server = new ServerLockState.Free(now);
             if (settleUntil == null && serverSeenWaiting != null
                     && !serverSeenWaiting.equals(lockFileAt(paths.serverLock()))) {
-                settle(now);
+                settle(now, paths.serverLock() + " was deleted or replaced since this warden was elected");
             }
             if (settleUntil != null && now.isBefore(settleUntil)) {
                 return;

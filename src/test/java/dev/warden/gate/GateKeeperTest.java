@@ -116,6 +116,30 @@ class GateKeeperTest {
         assertInstanceOf(GateState.Elected.class, keeper.snapshot().gate(), "a lilbee exit keeps the gate in this pod");
     }
 
+    /**
+     * A warden that has just started, elected at once, cannot know whether a reset just deleted server.lock under
+     * another pod's lilbee: with server.lock missing or new it waits a settle before its lilbee may start (the other
+     * pod's restarted warden fences that lilbee meanwhile: ResetSoak), with one unchanged for longer it starts at once.
+     */
+    @Test
+    void aFreshWardenWaitsASettleUnlessServerLockHasStoodLongerThanThat() throws Exception {
+        long began = System.nanoTime();
+        GateKeeper fresh = keeper();
+        Await.until("started", () -> fresh.snapshot().started());
+        Duration missing = Duration.ofNanos(System.nanoTime() - began);
+        assertTrue(missing.compareTo(SETTLE) >= 0, "started after " + missing.toMillis() + " ms, before the settle");
+        fresh.stop();
+
+        Files.writeString(paths.serverLock(), "");
+        Thread.sleep(SETTLE.toMillis() + 100);
+        long again = System.nanoTime();
+        GateKeeper restarted = keeper();
+        Await.until("started", () -> restarted.snapshot().started());
+        Duration standing = Duration.ofNanos(System.nanoTime() - again);
+        assertTrue(standing.compareTo(SETTLE) < 0, "a server.lock older than the settle: started at once, took "
+                + standing.toMillis() + " ms");
+    }
+
     @Test
     void aSecondWardenStandsByNeverStartedAndIsElectedTheMomentTheFirstStops() throws Exception {
         GateKeeper first = keeper();
