@@ -84,6 +84,8 @@ public class GateKeeper {
     private final AtomicReference<GateSnapshot> published = new AtomicReference<>(GateSnapshot.notStarted());
     private final List<Consumer<LilbeePaths>> startListeners = new CopyOnWriteArrayList<>();
     private boolean running;
+    /** When this keeper started: one started less than a settle ago cannot have seen a reset just before. */
+    private Instant startedAt;
     /**
      * Lease mode: the gate is contended for only while this election is won; null in file mode. Set
      * before the keeper runs; the liveness probe's threads read it too.
@@ -194,6 +196,7 @@ public class GateKeeper {
             throw new IllegalStateException("the gate keeper is already running");
         }
         running = true;
+        startedAt = clock.instant();
         LilbeePaths prepared;
         try {
             prepared = lilbeePaths.created();
@@ -556,9 +559,9 @@ public class GateKeeper {
      * within the fence's grace; this pod's lilbee waits that long before it may start on a free path.
      */
     private void settleAfterAReset(Instant now) {
-        // Elected without having looked at the files before (a warden just started, or restarted): it cannot know
-        // whether a reset just happened, unless server.lock has stood unchanged for longer than a settle.
-        boolean unseen = gateSeenWaiting == null;
+        // Elected without a look at the files, less than a settle after it started (or restarted): this warden cannot
+        // know whether a reset happened just before, unless server.lock has stood unchanged for longer than a settle.
+        boolean fresh = gateSeenWaiting == null && Duration.between(startedAt, now).compareTo(settle) < 0;
         rememberWhileWaiting();
         boolean replaced = replacedWhileWaiting;
         gateSeenWaiting = null;
@@ -568,7 +571,7 @@ public class GateKeeper {
         if (replaced) {
             settle(now, paths.gateLock() + " or " + paths.serverLock() + " was deleted or replaced while this warden waited"
                     + " (a lilbee reset, or a writer of the data dir)");
-        } else if (unseen && !standingSince(paths.serverLock(), now.minus(settle))) {
+        } else if (fresh && !standingSince(paths.serverLock(), now.minus(settle))) {
             settle(now, "this warden has just started and " + paths.serverLock() + " is new or missing (a lilbee reset"
                     + " may have just deleted it)");
         }
