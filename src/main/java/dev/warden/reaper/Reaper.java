@@ -57,6 +57,8 @@ public final class Reaper {
     private boolean unloaded;
     /** Since when an engine has been held with no user, and for how long the rule lets it be. */
     private Unused unused;
+    /** The kept-warm engine's idle time as the last unload decision read it from the markers. */
+    private Duration keptWarmFor = Unused.NEVER;
 
     public Reaper(EngineDir dir, EngineUsers users, FileLocker locker, EngineRecords records, EngineStopper stopper,
             EngineIdentity identity, EngineClient client, InstantSource clock, Duration idleTtl, Optional<URI> externalEngine,
@@ -100,7 +102,7 @@ public final class Reaper {
     public PassOutcome pass() {
         PassOutcome outcome = decide();
         Optional<Duration> limit = switch (outcome.action()) {
-            case IDLING, UNLOAD_REFUSED -> Optional.of(dir.keepWarmIdle(idleTtl).orElse(Unused.NEVER));
+            case IDLING, UNLOAD_REFUSED -> Optional.of(keptWarmFor);
             // A stop that took leaves no record; one still recorded is an engine the stop has not ended (yet).
             case STOPPED -> records.read(dir).isEmpty() ? Optional.empty() : Optional.of(Duration.ZERO);
             case BUILD_LOCK_HELD, INTERRUPTED -> Optional.ofNullable(unused).map(Unused::limit);
@@ -242,6 +244,7 @@ public final class Reaper {
         }
         Duration idle = Duration.between(idleSince, now);
         Optional<Duration> ttl = dir.keepWarmIdle(idleTtl);
+        keptWarmFor = ttl.orElse(Unused.NEVER);
         if (ttl.isEmpty()) {
             return Optional.of(new PassOutcome(PassOutcome.Action.IDLING,
                     "idle for " + idle.toSeconds() + " s; a keep-warm marker of 0 minutes keeps the weights loaded"));
