@@ -103,6 +103,11 @@ period before, and taken up to one). Checked where both are whole seconds ("15s"
 {{- and (ne .Values.mode "gate") .Values.engine.enabled }}
 {{- end }}
 
+{{/* warden's image: image.tag, or the flavour's tag (the app version, with -native for the native executable). */}}
+{{- define "warden.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default (printf "%s%s" .Chart.AppVersion (ternary "-native" "" (eq .Values.image.flavour "native"))) }}
+{{- end }}
+
 {{- define "warden.containerSecurityContext" -}}
 runAsNonRoot: true
 runAsUser: 1001
@@ -117,7 +122,7 @@ seccompProfile:
 
 {{- define "warden.container" -}}
 - name: warden
-  image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
+  image: {{ include "warden.image" . | quote }}
   imagePullPolicy: {{ .Values.image.pullPolicy }}
   {{- if .Values.nativeSidecar }}
   restartPolicy: Always

@@ -7,6 +7,8 @@
 #
 # The same minbase with Python instead of the JRE, for Dockerfile.lilbee's BASE:
 #   JRE=0 PACKAGES=python3-venv WORK=target/python-base-image make-base-image.sh localhost/python:3-bookworm
+# The minbase alone, for Dockerfile.native's RUNTIME_IMAGE (REUSE=1 after the JRE base: the same rootfs, no JRE):
+#   JRE=0 REUSE=1 make-base-image.sh localhost/warden-base:bookworm
 #
 # usage: make-base-image.sh [IMAGE]   (default localhost/warden-jre:25; WORK=dir for the rootfs,
 #        JAVA_HOME for the JDK to jlink, REUSE=1 to keep an existing rootfs, PACKAGES=a,b Debian packages
@@ -34,9 +36,9 @@ if [ "${REUSE:-0}" != 1 ] || [ ! -x "$work/rootfs/bin/sh" ]; then
   debootstrap --variant=minbase ${packages:+--include="$packages"} bookworm "$work/rootfs" "$mirror" > "$work/debootstrap.log" 2>&1 \
     || { tail -20 "$work/debootstrap.log" >&2; exit 1; }
 fi
+rm -rf "$work/rootfs/opt/java"
 if [ "$jre" = 1 ]; then
   # The JRE: every module of the JDK but its development tools, as the official JRE images ship.
-  rm -rf "$work/rootfs/opt/java"
   modules=$("$jdk/bin/java" --list-modules | sed 's/@.*//' \
     | grep -vx -e jdk.jlink -e jdk.jpackage -e jdk.jshell -e jdk.compiler -e jdk.javadoc -e jdk.jdeps -e jdk.jartool \
     | paste -sd,)
@@ -44,6 +46,9 @@ if [ "$jre" = 1 ]; then
     --output "$work/rootfs/opt/java/openjdk"
 fi
 rm -rf "$work"/rootfs/var/cache/apt/archives/*.deb "$work"/rootfs/var/cache/apt/*.bin "$work"/rootfs/var/lib/apt/lists/*
+# Slim, as Debian's -slim images are: no manuals, documentation or message catalogues (about 47 of minbase's 121 MB).
+rm -rf "$work"/rootfs/usr/share/man/* "$work"/rootfs/usr/share/info/* "$work"/rootfs/usr/share/locale/* \
+  "$work"/rootfs/usr/share/lintian/* && find "$work"/rootfs/usr/share/doc -mindepth 1 ! -name copyright ! -type d -delete
 if [ "$jre" = 1 ]; then
   tar -C "$work/rootfs" -c . | podman import \
     --change 'ENV JAVA_HOME=/opt/java/openjdk' \

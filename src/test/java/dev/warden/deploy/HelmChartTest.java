@@ -286,6 +286,22 @@ class HelmChartTest {
     }
 
     @Test
+    void theNativeFlavourRunsTheNativeImageInWardensContainerAndTheTestPodAndATagOverridesIt(@TempDir Path dir) throws IOException {
+        List<JsonNode> objects = render(CHART.resolve("ci/native-values.yaml"));
+        JsonNode pod = kind(objects, "Deployment").at("/spec/template/spec");
+        assertEquals("warden:0.1.0-native", container(pod, "initContainers", "warden").path("image").asText());
+        assertEquals("warden:0.1.0-native", kind(objects, "Pod").at("/spec/containers/0/image").asText(), "the helm test pod too");
+        assertEquals("warden:0.1.0", container(kind(render(CHART.resolve("ci/default-values.yaml")), "Deployment")
+                .at("/spec/template/spec"), "initContainers", "warden").path("image").asText(), "the JVM image by default");
+        Path tagged = Files.writeString(dir.resolve("tagged.yaml"), "image: {flavour: native, tag: 0.1.0-native-debug}\n");
+        assertEquals("warden:0.1.0-native-debug", container(kind(render(tagged), "Deployment").at("/spec/template/spec"),
+                "initContainers", "warden").path("image").asText());
+        Path unknown = Files.writeString(dir.resolve("unknown.yaml"), "image: {flavour: graalvm}\n");
+        Exception e = assertThrows(Exception.class, () -> render(unknown));
+        assertTrue(e.getMessage().contains("/image/flavour"), e.getMessage());
+    }
+
+    @Test
     void theSchemaRejectsUnknownKeysAndWrongTypes(@TempDir Path dir) throws IOException {
         Path typo = Files.writeString(dir.resolve("typo.yaml"), "warden:\n  reaper:\n    idleTTL: 5m\n");
         Exception unknown = assertThrows(Exception.class, () -> render(typo));

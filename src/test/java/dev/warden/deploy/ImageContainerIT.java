@@ -113,17 +113,23 @@ class ImageContainerIT {
     @Test
     void theImageRunsUnprivilegedOnAReadOnlyRootAndSigtermFreesTheLock() throws Exception {
         int port = FakeEngine.freePort();
-        String warden = serve("warden-it-" + System.nanoTime(), port, "-e", "JAVA_OPTS_APPEND=-Dit.appended=yes -XX:AOTMode=on");
+        boolean nativeImage = Podman.nativeImage(image("image"));
+        String warden = nativeImage ? serve("warden-it-" + System.nanoTime(), port)
+                : serve("warden-it-" + System.nanoTime(), port, "-e", "JAVA_OPTS_APPEND=-Dit.appended=yes -XX:AOTMode=on");
         awaitStatus(warden, port, "/q/health/ready", 200);
         assertEquals("1001", ok("exec", warden, "id", "-u"));
         assertEquals("CapEff:\t0000000000000000", ok("exec", warden, "grep", "CapEff", "/proc/1/status"));
         assertNotEquals(0, Podman.run("exec", warden, "touch", "/written").exitCode(), "the root filesystem is read-only");
         String cmdline = ok("exec", warden, "cat", "/proc/1/cmdline").replace('\0', ' ');
-        assertTrue(cmdline.contains("-Xmx64m") && cmdline.contains("-Dit.appended=yes"),
-                "JAVA_OPTS_APPEND adds to the image's flags: " + cmdline);
-        // -XX:AOTMode=on makes the JVM refuse to start without the image's AOT cache: it was trained with
-        // these very flags, JVM and class path, so warden starts from it (a rejected cache only shows as a slow start).
-        assertTrue(cmdline.contains("-XX:AOTCache=/deployments/app.aot"), cmdline);
+        if (nativeImage) {
+            assertEquals("/usr/local/bin/warden serve", cmdline.strip(), "the executable itself, no JVM");
+        } else {
+            assertTrue(cmdline.contains("-Xmx64m") && cmdline.contains("-Dit.appended=yes"),
+                    "JAVA_OPTS_APPEND adds to the image's flags: " + cmdline);
+            // -XX:AOTMode=on makes the JVM refuse to start without the image's AOT cache: it was trained with
+            // these very flags, JVM and class path, so warden starts from it (a rejected cache only shows as a slow start).
+            assertTrue(cmdline.contains("-XX:AOTCache=/deployments/app.aot"), cmdline);
+        }
         assertFalse(ok("exec", warden, "ls", "-a", "/tmp").contains("hsperfdata"), "no hsperfdata in a shared /tmp");
         assertFalse(ok("logs", warden).contains("own filesystem"), "a data root on a volume is not warned about");
 
@@ -142,7 +148,8 @@ class ImageContainerIT {
     /**
      * Two containers of one pod sharing its PID namespace, both of UID 1001 as the chart runs them: the
      * other container (its own root, its own /tmp, no Secret mounted) sees warden's process but reads none
-     * of the Secret mounted for warden, nor its environment or descriptors, and cannot attach to its JVM.
+     * of the Secret mounted for warden, nor its environment or descriptors, and cannot attach to its JVM (the native
+     * image has none).
      */
     @Test
     void anotherContainerOfThePodReadsNoneOfWardensSecretsAndCannotAttach() throws Exception {
@@ -164,18 +171,24 @@ class ImageContainerIT {
                 "-e", "WARDEN_API_TOKEN_FILE=/var/run/secrets/warden/api-token", "-e", "NEIGHBOUR_CANARY=env-canary-never-seen",
                 image("image"));
         Await.until("warden is ready", () -> readyInside(warden) == 200);
-        String find = "p=$(for d in /proc/[0-9]*; do tr '\\0' ' ' < $d/cmdline 2>/dev/null | grep -q 'quarkus-run.jar serve'"
+        String find = "p=$(for d in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $d/cmdline | grep -qE '(quarkus-run.jar|/usr/local/bin/warden) serve'"
                 + " && echo ${d#/proc/}; done | head -1); ";
-        // The control: the image's jcmd attaches to a JVM of this container's own.
-        String control = "/opt/java/openjdk/bin/jwebserver -b 127.0.0.1 -p 0 -d /tmp >/dev/null 2>&1 & c=$!; sleep 3; /opt/java/openjdk/bin/jcmd $c VM.version"
-                + " 2>&1 | grep -q JDK && echo 'control attached'; kill $c; ";
+        // The control: the image's jcmd attaches to a JVM of this container's own; the native image has no JVM to
+        // attach to, and its control is the look itself reading a process of this container's own.
+        boolean nativeImage = Podman.nativeImage(image("image"));
+        String controlSaw = nativeImage ? "control read environ" : "control attached";
+        String control = nativeImage
+                ? "NEIGHBOUR_CANARY=env-canary-never-seen sleep 30 & c=$!; sh -c \"$0\" look $c /none none env-canary-never-seen 1001"
+                        + " | grep -q 'read environ' && echo '" + controlSaw + "'; kill $c; "
+                : "/opt/java/openjdk/bin/jwebserver -b 127.0.0.1 -p 0 -d /tmp >/dev/null 2>&1 & c=$!; sleep 3;"
+                        + " /opt/java/openjdk/bin/jcmd $c VM.version 2>&1 | grep -q JDK && echo '" + controlSaw + "'; kill $c; ";
         List<String> look = ProcLook.command("$p", "/var/run/secrets/warden", "/opt/java/openjdk/bin/jcmd", "env-canary-never-seen", 1001);
         String seen = ok("run", "--rm", "--pod", pod, "--read-only", "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL",
                 "--security-opt=no-new-privileges", "--user", "1001:1001", "--entrypoint", "sh", image("image"), "-c",
                 find + control + "exec sh -c \"$0\" look \"$p\" \"$@\"", ProcLook.script(), look.get(5), look.get(6), look.get(7),
                 look.get(8));
-        assertEquals("control attached\n" + ProcLook.NOTHING_BUT_THE_PROCESS.strip(), seen,
-                "the other container attaches to a JVM of its own, and sees warden and nothing of it");
+        assertEquals(controlSaw + "\n" + ProcLook.NOTHING_BUT_THE_PROCESS.strip(), seen,
+                "the other container reads a process of its own, and sees warden and nothing of it");
         assertTrue(ok("logs", warden).lines().noneMatch(l -> l.contains("attach mechanism is on")), "the image starts the JVM without it");
     }
 
@@ -184,10 +197,10 @@ class ImageContainerIT {
         int port = FakeEngine.freePort();
         String name = "warden-it-novolume-" + System.nanoTime();
         containers.add(name);
-        ok("run", "-d", "--name", name, "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL", "-e", "WARDEN_DATA_ROOT=/deployments/lilbee",
-                "-e", "WARDEN_ENGINE_DIR=/deployments/lilbee/engine", "-p", "127.0.0.1:" + port + ":9096", image("image"));
+        ok("run", "-d", "--name", name, "--tmpfs", "/tmp:rw,mode=1777", "--cap-drop=ALL", "-e", "WARDEN_DATA_ROOT=/var/tmp/lilbee",
+                "-e", "WARDEN_ENGINE_DIR=/var/tmp/lilbee/engine", "-p", "127.0.0.1:" + port + ":9096", image("image"));
         awaitStatus(name, port, "/q/health/ready", 200);
-        assertTrue(ok("logs", name).contains("The data root /deployments/lilbee is on this container's own filesystem, not on a"
+        assertTrue(ok("logs", name).contains("The data root /var/tmp/lilbee is on this container's own filesystem, not on a"
                 + " volume"), ok("logs", name));
     }
 
@@ -239,7 +252,7 @@ class ImageContainerIT {
             assertNotEquals(0, Podman.run("exec", container, "touch", "/written").exitCode(), container + ": read-only root");
         }
         // `warden status` in the pod beside the serving warden, as `kubectl exec` runs it: no port collides.
-        String status = ok("exec", "warden-pod-0-warden", "sh", "-c", "java $JAVA_OPTS -jar /deployments/quarkus-run.jar status");
+        String status = ok("exec", "warden-pod-0-warden", "warden", "status");
         assertTrue(status.contains("/var/lib/lilbee/data/server.lock: held by pid"), status);
         // One process namespace: warden sees llama-swap, which it must be able to signal.
         assertTrue(ok("exec", "warden-pod-0-warden", "sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '").contains("llama-swap"));
@@ -305,9 +318,9 @@ class ImageContainerIT {
      */
     private void lastUserOutStopsTheEngineAcrossContainers() throws Exception {
         String warden = "warden-pod-0-warden";
-        ok("exec", "-d", warden, "sh", "-c", "exec java $JAVA_OPTS -jar /deployments/quarkus-run.jar exec --hold engine-user -- sleep 600");
+        ok("exec", "-d", warden, "warden", "exec", "--hold", "engine-user", "--", "sleep", "600");
         Await.until("the user holds the engine", () -> engineLook().path("live_users").size() == 1);
-        String[] engine = ok("exec", warden, "bash", "-c", "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline)\" in"
+        String[] engine = ok("exec", warden, "bash", "-c", "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' 2>/dev/null < $p/cmdline)\" in"
                 + " /app/llama-swap*) echo ${p#/proc/} $(cut -d' ' -f5 $p/stat);; esac; done").split(" ");
         String started = ok("inspect", "warden-pod-0-llama-swap", "--format", "{{.State.StartedAt}}");
         double createdAt = java.time.OffsetDateTime.parse(started.substring(0, started.lastIndexOf(' ')),
@@ -321,8 +334,8 @@ class ImageContainerIT {
         Await.until("three passes find the user live", () -> usersLivePasses() >= kept + 3);
         assertTrue(ok("ps", "--filter", "name=warden-pod-0-llama-swap", "--format", "{{.Status}}").startsWith("Up"));
 
-        ok("exec", warden, "bash", "-c", "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline)\" in"
-                + " java*engine-user*) kill -KILL ${p#/proc/};; esac; done");
+        ok("exec", warden, "bash", "-c", "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' 2>/dev/null < $p/cmdline)\" in"
+                + " java\\ *engine-user*|warden\\ exec\\ *engine-user*) kill -KILL ${p#/proc/};; esac; done");
         Await.until("warden stops llama-swap once its last user is gone",
                 () -> logs(warden).contains("stopped llama-swap pid " + engine[0]));
     }

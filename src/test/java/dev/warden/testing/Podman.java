@@ -27,6 +27,15 @@ public final class Podman {
         return command;
     }
 
+    /** Whether {@code image} is warden's native image (its {@code dev.warden.flavour} label), not the JVM's. */
+    public static boolean nativeImage(String image) throws IOException, InterruptedException {
+        String flavour = ok("image", "inspect", "--format", "{{index .Config.Labels \"dev.warden.flavour\"}}", image);
+        if (!flavour.equals("native") && !flavour.equals("jvm")) {
+            throw new AssertionError(image + " is labelled neither dev.warden.flavour=jvm nor =native: not built from src/main/docker");
+        }
+        return flavour.equals("native");
+    }
+
     /** The image a test or benchmark runs, from {@code -Dcontainer.NAME=...}; empty when not given. */
     public static String image(String name) {
         return System.getProperty("warden.container." + name, "");
