@@ -2,7 +2,7 @@
 # Saves images for node-up.sh to import into each node's containerd (no registry is reachable here; the
 # chart's pods then run them with imagePullPolicy Never or IfNotPresent): the sandbox ("pause") image,
 # made here from Debian's static catatonit, and each IMAGE named, from podman's store.
-# usage: node-images.sh OUT IMAGE...    (OUT/pause.tar, OUT/<name>.tar for each IMAGE)
+# usage: node-images.sh OUT IMAGE...    (OUT/pause.tar, OUT/<name>_<tag>.tar for each IMAGE; run again to add more)
 set -euo pipefail
 out=$(mkdir -p "${1:?usage: node-images.sh OUT IMAGE...}" && cd "$1" && pwd); shift
 catatonit=$(command -v catatonit || echo /usr/bin/catatonit)
@@ -20,7 +20,7 @@ EOF
 podman build -q -t localhost/pause:catatonit "$context" >/dev/null
 rm -f "$out/pause.tar" && podman save -q -o "$out/pause.tar" localhost/pause:catatonit
 for image in "$@"; do
-  name=${image##*/}; name=${name%%:*}
+  name=${image##*/}; name=${name//:/_}
   rm -f "$out/$name.tar" && podman save -q -o "$out/$name.tar" "$image"
 done
 ls -l "$out"

@@ -10,6 +10,9 @@ import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfig
 import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaderElectionRecord;
 import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaseLock;
 import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.Lock;
+import io.fabric8.kubernetes.client.impl.KubernetesClientImpl;
+import io.fabric8.kubernetes.client.jdkhttp.JdkHttpClientFactory;
+import io.quarkus.runtime.annotations.RegisterForReflection;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
@@ -27,7 +30,11 @@ import org.jboss.logging.Logger;
  * renewing while it leads, and stepping down when a renewal has not succeeded within the renew
  * deadline (on warden's own clock, see {@link #leading()}), before the lease can expire for anyone
  * else. Every HTTP request is cut off after a retry period. After a step down it contends again.
+ *
+ * <p>In the native executable fabric8's builder finds its client by name, so that class's constructors are
+ * registered here; the types the client reads and writes are in {@link LeaseModel}.
  */
+@RegisterForReflection(targets = KubernetesClientImpl.class, methods = false, fields = false)
 public final class LeaseElection implements GateElection {
 
     private static final Logger LOG = Logger.getLogger(LeaseElection.class);
@@ -154,7 +161,8 @@ public final class LeaseElection implements GateElection {
         config.setConnectionTimeout(timeout);
         config.setRequestRetryBackoffLimit(0);
         String namespace = settings.namespace().orElse(Optional.ofNullable(config.getNamespace()).orElse("default"));
-        client = new KubernetesClientBuilder().withConfig(config).build();
+        // The JDK's HTTP client, named rather than found through a ServiceLoader (the native executable registers none).
+        client = new KubernetesClientBuilder().withConfig(config).withHttpClientFactory(new JdkHttpClientFactory()).build();
         LOG.infof("Contending for Lease %s/%s as %s%s (lease %d s, renew deadline %d s, retry %d s)", namespace,
                 settings.name(), settings.identity(), node.map(n -> " on node " + n).orElse(""),
                 settings.duration().toSeconds(), settings.renewDeadline().toSeconds(), settings.retryPeriod().toSeconds());

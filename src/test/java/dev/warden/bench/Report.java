@@ -26,6 +26,12 @@ final class Report {
     }
 
     static void section(String title, String intro, List<String> header, List<String> rows) throws IOException {
+        if (dev.warden.testing.WardenProcess.nativeExecutable()) {
+            // Beside the JVM's figure, not over it: "2. Reaper reaction" becomes "2n. Reaper reaction, the native executable".
+            title = title.replaceFirst("^(\\d+[a-z]?)\\. (.*)$", "$1n. $2, the native executable");
+            intro = "`warden` as the native executable (`-Pnative`: target/warden-*-runner) where the figure above runs the jar. "
+                    + intro;
+        }
         Files.createDirectories(SECTIONS);
         List<String> lines = new ArrayList<>(List.of("## " + title, "", intro, ""));
         lines.addAll(header);

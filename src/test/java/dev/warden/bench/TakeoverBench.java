@@ -58,15 +58,18 @@ class TakeoverBench {
         Path lock = dir.resolve("server.lock");
         Files.createFile(lock);
         List<String> rows = new ArrayList<>();
-        rows.add(row("warden (FileLocker, blocking flock on its own thread)", stats(measure(lock, this::wardenWaiter)),
-                "p99 < 10 ms; within 2x of the floor"));
-        rows.add(row("kernel floor (Python fcntl.flock, blocking)", stats(measure(lock, l -> pythonWaiter("python3", FCNTL_WAITER, l, true))), ""));
-        String python = System.getProperty("warden.interop.python", "");
-        if (!python.isEmpty()) {
-            rows.add(row("filelock 4.3.1 FileLock.acquire() (polls with LOCK_NB)", stats(measure(lock, l -> pythonWaiter(python, FILELOCK_WAITER, l, false))),
-                    "warden well under it"));
-        } else {
-            rows.add("| filelock | not measured: no -Dinterop.python with filelock | | | | | |");
+        // In the test's own JVM and in Python: under -Pnative only the two `warden serve` rows below run the executable.
+        if (!WardenProcess.nativeExecutable()) {
+            rows.add(row("warden (FileLocker, blocking flock on its own thread)", stats(measure(lock, this::wardenWaiter)),
+                    "p99 < 10 ms; within 2x of the floor"));
+            rows.add(row("kernel floor (Python fcntl.flock, blocking)", stats(measure(lock, l -> pythonWaiter("python3", FCNTL_WAITER, l, true))), ""));
+            String python = System.getProperty("warden.interop.python", "");
+            if (!python.isEmpty()) {
+                rows.add(row("filelock 4.3.1 FileLock.acquire() (polls with LOCK_NB)", stats(measure(lock, l -> pythonWaiter(python, FILELOCK_WAITER, l, false))),
+                        "warden well under it"));
+            } else {
+                rows.add("| filelock | not measured: no -Dinterop.python with filelock | | | | | |");
+            }
         }
         long[] ready = readinessTakeover(false);
         rows.add(row("warden serve: holder killed until /q/health/ready is 200 (probe polled every 1 ms)", stats(ready), ""));

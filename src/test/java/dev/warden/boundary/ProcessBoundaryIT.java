@@ -122,6 +122,27 @@ class ProcessBoundaryIT {
         }
     }
 
+    /**
+     * A process of warden's UID may signal it. SIGUSR1 must not make warden write its heap, the API token and the engine
+     * key in it, to disk: the native executable is built without GraalVM's monitoring (which Quarkus turns on for heap
+     * dumps on SIGUSR1), and a JVM has no such handler. Warden may die of the signal, as of SIGKILL, which that process
+     * may send too.
+     */
+    @Test
+    void aNeighboursSigusr1WritesNoHeapDump() throws Exception {
+        Path cwd = Files.createDirectory(dir.resolve("cwd"));
+        try (WardenProcess warden = WardenProcess.serve("boundary-sigusr1", Map.of(), cwd, List.of(),
+                "--data-root", dir.resolve("root").toString(), "--engine-dir", dir.resolve("engine").toString())) {
+            warden.awaitStatus("/q/health/started", 200);
+            new ProcessBuilder("kill", "-USR1", Long.toString(warden.pid())).inheritIO().start().waitFor();
+            // A heap dump takes a moment to start writing; ProcessHandle.onExit covers the signal ending warden.
+            ProcessHandle.of(warden.pid()).ifPresent(p -> p.onExit().completeOnTimeout(p, 3, TimeUnit.SECONDS).join());
+            try (var files = Files.list(cwd)) {
+                assertEquals(List.of(), files.map(f -> f.getFileName().toString()).toList(), "nothing written where warden runs");
+            }
+        }
+    }
+
     @Test
     void aJvmStartedWithoutTheImagesFlagsIsStillClosedToAContainerWithItsOwnTmp() throws Exception {
         try (WardenProcess warden = warden("boundary-attachable", List.of())) {

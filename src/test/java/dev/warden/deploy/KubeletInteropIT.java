@@ -33,7 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
  * serving pod is deleted, when its warden is SIGKILLed or stalled, when its node is lost; {@code helm upgrade}
  * rolling to new pods; {@code kubectl drain} of the serving node failing over; {@code helm test}. Each time
  * is printed ({@code KUBELET ...}); docs/BENCHMARKS.md's figure 11 is KubeletFailoverBench's, over many rounds.
- * Runs with {@code -Pinterop -Dinterop.control-plane=DIR -Dinterop.node-images=DIR -Dinterop.helm=HELM}.
+ * Runs with {@code -Pinterop -Dinterop.control-plane=DIR -Dinterop.node-images=DIR -Dinterop.helm=HELM}; with
+ * {@code -Dinterop.warden-flavour=native} the chart runs the native image ({@code image.flavour=native}).
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class KubeletInteropIT {

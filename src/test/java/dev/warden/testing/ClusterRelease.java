@@ -68,6 +68,11 @@ public final class ClusterRelease implements AutoCloseable {
         this.lilbees = gate ? OverlapWatch.of(() -> PodLilbees.serving(watch.everSeen())) : null;
     }
 
+    /** warden's image the chart runs: jvm (localhost/warden:0.1.0) or native (:0.1.0-native), from -Dinterop.warden-flavour. */
+    public static String wardenFlavour() {
+        return System.getProperty("warden.interop.warden-flavour", "jvm");
+    }
+
     /**
      * The chart, 2 replicas, warden's and llama-swap's local images, plus {@code modeValues}; {@code node}: every
      * pod there (file locks meet only on one kernel), null: wherever the values say. Returns once a pod serves.
@@ -77,7 +82,7 @@ public final class ClusterRelease implements AutoCloseable {
         claim(cluster, namespace);
         List<String> values = new ArrayList<>(List.of("--set", "replicas=2", "--set", "storage.existingClaim=shared-lilbee",
                 "--set", "storage.accessModes={ReadWriteMany}", "--set", "image.repository=localhost/warden",
-                "--set-string", "image.tag=0.1.0", "--set", "image.pullPolicy=Never", "--set", "engine.image.repository=localhost/llama-swap",
+                "--set", "image.flavour=" + wardenFlavour(), "--set", "image.pullPolicy=Never", "--set", "engine.image.repository=localhost/llama-swap",
                 "--set-string", "engine.image.tag=cpu", "--set", "engine.image.pullPolicy=Never"));
         values.addAll(modeValues);
         if (node != null) {
