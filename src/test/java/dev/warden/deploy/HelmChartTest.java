@@ -286,11 +286,12 @@ class HelmChartTest {
     }
 
     @Test
-    void theNativeFlavourRunsTheNativeImageInWardensContainerAndTheTestPodAndATagOverridesIt(@TempDir Path dir) throws IOException {
+    void theNativeFlavourRunsTheNativeImageAndATagOverridesIt(@TempDir Path dir) throws IOException {
         List<JsonNode> objects = render(CHART.resolve("ci/native-values.yaml"));
         JsonNode pod = kind(objects, "Deployment").at("/spec/template/spec");
         assertEquals("warden:0.1.0-native", container(pod, "initContainers", "warden").path("image").asText());
-        assertEquals("warden:0.1.0-native", kind(objects, "Pod").at("/spec/containers/0/image").asText(), "the helm test pod too");
+        // The helm test pod runs the same image: KubernetesTypesInteropIT checks it in the real helm's rendering of each ci
+        // values file (helm-java leaves the hook out).
         assertEquals("warden:0.1.0", container(kind(render(CHART.resolve("ci/default-values.yaml")), "Deployment")
                 .at("/spec/template/spec"), "initContainers", "warden").path("image").asText(), "the JVM image by default");
         Path tagged = Files.writeString(dir.resolve("tagged.yaml"), "image: {flavour: native, tag: 0.1.0-native-debug}\n");
