@@ -29,9 +29,10 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 
 /**
  * The Kubernetes types {@link LeaseElection} reads and writes through Jackson, registered for reflection in the
- * native executable: the Lease, its metadata, the API server's Status on a refusal, the list type fabric8
- * names after the Lease, and outside a pod the kubeconfig {@link KubernetesAccess} reads as kubectl does. Only these: Quarkus's Kubernetes client extension registers every model class (about
- * 9,000 types), which made up half of the executable and its image heap. LeaseInteropIT and KubeletInteropIT run
+ * native executable: the Lease, its metadata, the API server's Status on a refusal, the list type fabric8 names
+ * after the Lease, and, outside a pod, the kubeconfig {@link KubernetesAccess} reads as kubectl does. Only these:
+ * Quarkus would register every model class if it indexed fabric8's jars (application.properties removes their
+ * indexes; FabricIndexesTest keeps that list whole), half the executable. LeaseInteropIT and KubeletInteropIT run
  * the election against a real API server in the executable ({@code -Pnative,interop}).
  */
 @RegisterForReflection(targets = {Lease.class, LeaseSpec.class, LeaseList.class, ObjectMeta.class, ManagedFieldsEntry.class,
