@@ -559,9 +559,11 @@ public class GateKeeper {
      * within the fence's grace; this pod's lilbee waits that long before it may start on a free path.
      */
     private void settleAfterAReset(Instant now) {
-        // Elected without a look at the files, less than a settle after it started (or restarted): this warden cannot
-        // know whether a reset happened just before, unless server.lock has stood unchanged for longer than a settle.
-        boolean fresh = gateSeenWaiting == null && Duration.between(startedAt, now).compareTo(settle) < 0;
+        // Elected less than a settle after it started (or restarted), whether or not it stood by a moment first: this
+        // warden's first look at the files may have come just after a reset it could not see, unless server.lock has
+        // stood unchanged for longer than a settle. (ResetSoak: a standby restarted during a reset stood by 17 ms,
+        // counted as having waited, and started its lilbee beside the old pod's at once.)
+        boolean fresh = Duration.between(startedAt, now).compareTo(settle) < 0;
         rememberWhileWaiting();
         boolean replaced = replacedWhileWaiting;
         gateSeenWaiting = null;
