@@ -33,7 +33,9 @@ if [ -x "$home/bin/native-image" ] && [ -f "$home/.complete" ]; then
   exit 0
 fi
 work=$cache/work-$key
-# What an interrupted build left (one build at a time), and homes of other inputs: each is 360 MB.
+# What an interrupted build left (one build at a time), and homes of other inputs: each is 360 MB. (On a new machine
+# the cache does not exist yet: made first, or find fails.)
+mkdir -p "$cache"
 rm -rf "$cache"/work-* && find "$cache" -maxdepth 1 -name 'graalvm-home-*' ! -name "graalvm-home-$key" -exec rm -rf {} +
 mkdir -p "$work/src"
 started=$SECONDS
