@@ -569,20 +569,15 @@ public class GateKeeper {
         gateSeenWaiting = null;
         replacedWhileWaiting = false;
         // server.lock as elected: one deleted between the election and the start decision is a reset too.
-        serverSeenWaiting = lockFileAt(paths.serverLock());
+        LockFileMark server = LockFileMark.at(paths.serverLock());
+        serverSeenWaiting = server == null ? null : server.id();
         if (replaced) {
             settle(now, paths.gateLock() + " or " + paths.serverLock() + " was deleted or replaced while this warden waited"
                     + " (a lilbee reset, or a writer of the data dir)");
-        } else if (fresh && !standingSince(paths.serverLock(), now.minus(settle))) {
+        } else if (fresh && (server == null || !server.changed().toInstant().isBefore(now.minus(settle)))) {
             settle(now, "this warden has just started and " + paths.serverLock() + " is new or missing (a lilbee reset"
                     + " may have just deleted it)");
         }
-    }
-
-    /** Whether {@code path} is a file whose inode last changed before {@code then}. */
-    private static boolean standingSince(Path path, Instant then) {
-        LockFileMark mark = LockFileMark.at(path);
-        return mark != null && mark.changed().toInstant().isBefore(then);
     }
 
     private void settle(Instant now, String why) {
