@@ -106,6 +106,17 @@ public interface WardenConfig {
         @WithDefault("10s")
         Duration handoverAfter();
 
+        /**
+         * How long a warden elected just after a lilbee reset (or within this long of its own start, with
+         * {@code server.lock} new or missing) waits before its pod's lilbee may start. The previous serving pod's
+         * lilbee may still serve on the deleted lock, where no warden of another pod can see it, until its own
+         * warden stops it ({@code lease.fence-grace} plus {@code engine.kill-timeout}: at least that long is
+         * waited, whatever this says) or, with that warden down, until the kubelet does through lilbee's liveness
+         * probe on warden (the chart's and the gate overlay's: within 9 s of warden's last answer).
+         */
+        @WithDefault("10s")
+        Duration settle();
+
         Lease lease();
 
         /** How the gate is elected. */

@@ -78,7 +78,10 @@ public class GateKeeper {
     private final InstantSource clock;
     private final KeeperLoop loop;
     private final Duration errorRetry;
-    /** How long a pod elected after a reset waits before its lilbee may start: the previous pod's fence. */
+    /**
+     * How long a pod elected after a reset waits before its lilbee may start: the previous pod's fence, by its warden
+     * or by the kubelet (warden.gate.settle).
+     */
     private final Duration settle;
     private final Duration handoverAfter;
     private final AtomicReference<GateSnapshot> published = new AtomicReference<>(GateSnapshot.notStarted());
@@ -164,7 +167,14 @@ public class GateKeeper {
         this(locker, new ServerLockHolders(processes), procLocks, new LilbeeFence(new Signaller(posix, processes),
                 config.gate().lease().fenceGrace(), config.engine().killTimeout()), clock, new Timings(
                         config.lock().pollInterval(), config.lock().errorRetry(),
-                        config.gate().lease().fenceGrace().plus(config.engine().killTimeout()), config.gate().handoverAfter()));
+                        settle(config.gate().settle(), config.gate().lease().fenceGrace(), config.engine().killTimeout()),
+                        config.gate().handoverAfter()));
+    }
+
+    /** The configured settle, but never shorter than a warden's own fence of a lilbee left on a deleted lock. */
+    static Duration settle(Duration configured, Duration fenceGrace, Duration killTimeout) {
+        Duration fence = fenceGrace.plus(killTimeout);
+        return configured.compareTo(fence) < 0 ? fence : configured;
     }
 
     public GateKeeper(FileLocker locker, ServerLockHolders holders, ProcLocks procLocks, LilbeeFence fence,
@@ -556,7 +566,8 @@ public class GateKeeper {
      * Elected on a gate file, or facing a server.lock, other than the one seen while waiting: the data dir
      * was reset (or written) while another pod served, and that pod's lilbee may still serve on the deleted
      * lock, where no warden here can see it. Its warden stops it (or, killed, its restarted warden does)
-     * within the fence's grace; this pod's lilbee waits that long before it may start on a free path.
+     * within the fence's grace, or, should that warden stay down, the kubelet does through lilbee's liveness probe
+     * on warden; this pod's lilbee waits a settle, longer than either, before it may start on a free path.
      */
     private void settleAfterAReset(Instant now) {
         // Elected less than a settle after it started (or restarted), whether or not it stood by a moment first: this
@@ -583,7 +594,8 @@ public class GateKeeper {
     private void settle(Instant now, String why) {
         settleUntil = now.plus(settle);
         note = Optional.of(why + ": the pod that served may still run a lilbee on a deleted lock, which its warden"
-                + " stops; this pod's lilbee may start " + settle.toMillis() + " ms after that if server.lock is free then");
+                + " stops (or, with that warden down, the kubelet through lilbee's liveness probe on it); this pod's lilbee"
+                + " may start " + settle.toMillis() + " ms after that if server.lock is free then");
         LOG.warn(note.get());
     }
 

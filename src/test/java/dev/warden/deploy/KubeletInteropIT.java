@@ -111,6 +111,20 @@ class KubeletInteropIT {
             report("gate, SIGKILL lilbee's container: the same pod serving again", release.recovers("SIGKILL lilbee's container", serving, "lilbee"));
             report("gate, SIGKILL lilbee's container again (kubelet back-off): the standby serves", release.failover(
                     "SIGKILL lilbee's container in back-off", pod -> release.kill(pod, "lilbee", "KILL")));
+            // The serving pod's warden kept down (its second crash: the kubelet's back-off, 10 s) across a real lilbee
+            // reset: it cannot stop its lilbee, which serves on the deleted lock where the standby cannot see it. The
+            // kubelet does, through lilbee's liveness probe on warden, before the standby's settle lets another lilbee
+            // start (noOverlap below); warden's own fence, once back, stops only the process, which the container's
+            // command starts again, so only the kubelet restarts the container. Either pod may serve after.
+            String keptDown = release.servingPod();
+            report("gate, SIGKILL warden only, again: the same pod serving again", release.recovers("SIGKILL warden only", keptDown, "warden"));
+            int lilbeeRestarts = status(release.pod(keptDown), "lilbee").getRestartCount();
+            report("gate, warden kept down across a lilbee reset: a pod serves again", release.servesAgain(pod -> {
+                release.kill(pod, "warden", "KILL");
+                release.lilbeeReset(pod);
+            }));
+            Await.until("the kubelet stopped the lilbee of the pod whose warden was down", Duration.ofSeconds(30),
+                    () -> status(release.pod(keptDown), "lilbee").getRestartCount() > lilbeeRestarts);
             release.helmTest();
             release.noOverlap();
         }

@@ -65,6 +65,9 @@ class KustomizeTest {
             assertEquals(chart.at("/command/2").asText().strip(), command.get(2).asText().strip());
             assertEquals(chart.path("command").get(0), command.get(0));
             assertEquals("lilbee", command.get(3).asText());
+            // So is the kubelet's stop of lilbee when warden stops answering (a warden kept down across a reset).
+            JsonNode liveness = PodChecks.container(pod, "containers", "lilbee").path("livenessProbe");
+            assertEquals(chart.path("livenessProbe"), liveness, "the chart's liveness probe on warden: " + liveness);
         }
         if (overlay.equals("pvc") || overlay.equals("gate")) {
             assertEquals("warden-data", shared.at("/persistentVolumeClaim/claimName").asText(), shared.toString());

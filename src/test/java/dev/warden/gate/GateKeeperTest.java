@@ -140,6 +140,16 @@ class GateKeeperTest {
                 + standing.toMillis() + " ms");
     }
 
+    /** warden.gate.settle is a floor over the kubelet's stop; a warden's own fence is never cut short by it. */
+    @Test
+    void theSettleIsNeverShorterThanAWardensOwnFence() {
+        Duration grace = Duration.ofSeconds(2);
+        Duration kill = Duration.ofSeconds(5);
+        assertEquals(Duration.ofSeconds(10), GateKeeper.settle(Duration.ofSeconds(10), grace, kill));
+        assertEquals(Duration.ofSeconds(7), GateKeeper.settle(Duration.ofSeconds(1), grace, kill));
+        assertEquals(Duration.ofSeconds(25), GateKeeper.settle(Duration.ofSeconds(10), Duration.ofSeconds(20), kill));
+    }
+
     @Test
     void aSecondWardenStandsByNeverStartedAndIsElectedTheMomentTheFirstStops() throws Exception {
         GateKeeper first = keeper();

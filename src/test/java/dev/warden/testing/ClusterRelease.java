@@ -300,19 +300,33 @@ public final class ClusterRelease implements AutoCloseable {
         cluster.kubectl().ok(null, "-n", namespace, "delete", "pod", pod, "--grace-period=0", "--force");
     }
 
-    /** {@code signal} to the process of {@code container} in {@code pod}, on its node. */
-    public void kill(String pod, String container, String signal) throws Exception {
+    /** The first process of {@code container} in {@code pod}, as its node's containerd knows it. */
+    private long containerPid(String pod, String container) throws IOException, InterruptedException {
         Pod p = pod(pod);
         int node = p.getSpec().getNodeName().equals(NODE1) ? 1 : 2;
-        long pid = cluster.containerPid(node, status(p, container).getContainerID());
+        return cluster.containerPid(node, status(p, container).getContainerID());
+    }
+
+    /** {@code signal} to the process of {@code container} in {@code pod}, on its node. */
+    public void kill(String pod, String container, String signal) throws Exception {
+        long pid = containerPid(pod, container);
         Command.ok(null, List.of("kill", "-" + signal, Long.toString(pid)));
+    }
+
+    /**
+     * The real {@code lilbee reset --yes} in {@code pod}'s lilbee container (its namespaces, UID and environment): the
+     * data dir cleared, the gate file and server.lock with it, under its lilbee, which serves on.
+     */
+    public void lilbeeReset(String pod) throws Exception {
+        long pid = containerPid(pod, "lilbee");
+        Command.ok(null, List.of("nsenter", "--target", Long.toString(pid), "--all", "--setuid", "1001", "--setgid", "1001",
+                "--", "env", "-i", "PATH=/opt/lilbee/bin:/usr/bin:/bin", "HOME=/home/lilbee", "LILBEE_DATA=/var/lib/lilbee",
+                "lilbee", "reset", "--yes"));
     }
 
     /** warden's {@code /q/metrics} in {@code pod}, as a scraper reads them: curl in the pod's network namespace. */
     public String metrics(String pod) throws Exception {
-        Pod p = pod(pod);
-        int node = p.getSpec().getNodeName().equals(NODE1) ? 1 : 2;
-        long pid = cluster.containerPid(node, status(p, "warden").getContainerID());
+        long pid = containerPid(pod, "warden");
         return Command.ok(null, List.of("nsenter", "--target", Long.toString(pid), "--net", "curl", "-sSf", "--max-time", "10",
                 "http://127.0.0.1:9096/q/metrics"));
     }

@@ -180,9 +180,9 @@ public final class GatePod implements AutoCloseable {
         return unshare.descendants().filter(p -> p.info().commandLine().orElse("").contains(marker)).findFirst();
     }
 
-    /** The pod's warden (its JVM) as this machine sees it. */
+    /** The pod's warden (its JVM, or under -Pnative the executable) as this machine sees it. */
     public Optional<ProcessHandle> warden() {
-        return process("quarkus-run.jar");
+        return process(WardenProcess.nativeExecutable() ? WardenProcess.command().getFirst() : "quarkus-run.jar");
     }
 
     /** The pod's {@code lilbee serve} as this machine sees it. */
