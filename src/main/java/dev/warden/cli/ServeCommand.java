@@ -7,6 +7,7 @@ import dev.warden.config.LilbeeEnvironment;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.Mode;
 import dev.warden.config.WardenConfig;
+import dev.warden.footprint.StartPages;
 import dev.warden.gate.GateKeeper;
 import dev.warden.gate.LeaseElection;
 import dev.warden.hold.LockKeeper;
@@ -99,6 +100,9 @@ public class ServeCommand implements Callable<Integer> {
     @Inject
     ProcessBoundary boundary;
 
+    @Inject
+    StartPages startPages;
+
     @ConfigProperty(name = "quarkus.http.port")
     int port;
 
@@ -178,6 +182,7 @@ public class ServeCommand implements Callable<Integer> {
         if (config.reaper().enabled()) {
             reaper.start(engine.resolve(config, lilbee));
         }
+        startPages.releaseLater();
         Quarkus.waitForExit();
         return ExitCodes.OK;
     }

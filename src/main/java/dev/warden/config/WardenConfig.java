@@ -78,6 +78,8 @@ public interface WardenConfig {
 
     Metrics metrics();
 
+    Memory memory();
+
     interface Gate {
         /**
          * Where this pod's {@code lilbee serve} answers, e.g. {@code http://127.0.0.1:7433/api/health}:
@@ -306,5 +308,16 @@ public interface WardenConfig {
          * such label, and the alerts group by namespace and data dir alone.
          */
         Optional<String> release();
+    }
+
+    interface Memory {
+        /**
+         * The native executable: once {@code serve} has run this long, the pages of warden's own executable are
+         * given back to the kernel ({@code MADV_PAGEOUT}). Starting touches nearly all of them (the kernel maps
+         * 64 KiB around each page read), running needs far fewer, and the kernel maps back what it touches.
+         * {@code 0s}: never. The JVM is left alone.
+         */
+        @WithDefault("10s")
+        Duration releaseStartPagesAfter();
     }
 }

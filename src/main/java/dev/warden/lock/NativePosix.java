@@ -46,6 +46,9 @@ public final class NativePosix implements Posix {
     private static final long SYS_PRCTL = X86 ? 157 : 167;
     private static final long PR_GET_DUMPABLE = 3;
     private static final long PR_SET_DUMPABLE = 4;
+    /** madvise is older than the unified table too. */
+    private static final long SYS_MADVISE = X86 ? 28 : 233;
+    private static final long MADV_PAGEOUT = 21;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG;
     private static final int LOCK_EX = 2;
@@ -229,6 +232,12 @@ public final class NativePosix implements Posix {
     public boolean dumpable() throws ErrnoException {
         return invoke("prctl(PR_GET_DUMPABLE)",
                 (arena, state) -> (long) syscall.invokeExact(state, SYS_PRCTL, PR_GET_DUMPABLE, 0L, 0L, 0L)) != 0;
+    }
+
+    @Override
+    public void pageOut(long address, long length) throws ErrnoException {
+        invoke("madvise(MADV_PAGEOUT)",
+                (arena, state) -> (long) syscall.invokeExact(state, SYS_MADVISE, address, length, MADV_PAGEOUT, 0L));
     }
 
     @Override

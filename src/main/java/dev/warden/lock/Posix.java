@@ -89,6 +89,12 @@ public interface Posix {
     /** {@code prctl(PR_GET_DUMPABLE)}: whether this process is dumpable now. */
     boolean dumpable() throws ErrnoException;
 
+    /**
+     * {@code madvise(address, length, MADV_PAGEOUT)} (Linux 5.4): this process's pages in the range may go; a file's
+     * pages mapped by no other process are reclaimed, and read back from the file when touched again. Nothing is lost.
+     */
+    void pageOut(long address, long length) throws ErrnoException;
+
     /** {@code umask(mask)}: sets the process's file mode creation mask, returns the one before (it cannot fail). */
     int umask(int mask);
 

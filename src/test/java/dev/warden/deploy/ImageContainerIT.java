@@ -24,6 +24,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -114,7 +116,7 @@ class ImageContainerIT {
     void theImageRunsUnprivilegedOnAReadOnlyRootAndSigtermFreesTheLock() throws Exception {
         int port = FakeEngine.freePort();
         boolean nativeImage = Podman.nativeImage(image("image"));
-        String warden = nativeImage ? serve("warden-it-" + System.nanoTime(), port)
+        String warden = nativeImage ? serve("warden-it-" + System.nanoTime(), port, "-e", "WARDEN_MEMORY_RELEASE_START_PAGES_AFTER=1s")
                 : serve("warden-it-" + System.nanoTime(), port, "-e", "JAVA_OPTS_APPEND=-Dit.appended=yes -XX:AOTMode=on");
         awaitStatus(warden, port, "/q/health/ready", 200);
         assertEquals("1001", ok("exec", warden, "id", "-u"));
@@ -123,6 +125,13 @@ class ImageContainerIT {
         String cmdline = ok("exec", warden, "cat", "/proc/1/cmdline").replace('\0', ' ');
         if (nativeImage) {
             assertEquals("/usr/local/bin/warden serve", cmdline.strip(), "the executable itself, no JVM");
+            // The kernel reclaims a file's pages only for a process that owns it (or could write it): the executable is
+            // warden's, so the pages only its start needed go.
+            Await.until("warden gave its start's pages back", () -> logs(warden).contains("Gave back the pages"));
+            String log = logs(warden);
+            Matcher resident = Pattern.compile("resident ([0-9.]+) MiB, now ([0-9.]+) MiB").matcher(log);
+            assertTrue(resident.find() && Double.parseDouble(resident.group(2)) < Double.parseDouble(resident.group(1)) / 2,
+                    "the executable's pages given back: " + log);
         } else {
             assertTrue(cmdline.contains("-Xmx64m") && cmdline.contains("-Dit.appended=yes"),
                     "JAVA_OPTS_APPEND adds to the image's flags: " + cmdline);

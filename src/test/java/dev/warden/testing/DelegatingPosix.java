@@ -95,4 +95,9 @@ public class DelegatingPosix implements Posix {
     public boolean dumpable() throws ErrnoException {
         return real.dumpable();
     }
+
+    @Override
+    public void pageOut(long address, long length) throws ErrnoException {
+        real.pageOut(address, length);
+    }
 }

@@ -26,8 +26,13 @@ public final class ImageJvm {
 
     /** A process's resident memory now, in KiB (VmRSS). */
     public static long rssKb(long pid) throws IOException {
+        return statusKb(pid, "VmRSS");
+    }
+
+    /** One of a process's memory figures in {@code /proc/<pid>/status} now ({@code VmRSS}, {@code RssFile}...), in KiB. */
+    public static long statusKb(long pid, String field) throws IOException {
         return Files.readAllLines(Path.of("/proc", Long.toString(pid), "status")).stream()
-                .filter(l -> l.startsWith("VmRSS:")).map(l -> Long.parseLong(l.replaceAll("\\D", "")))
-                .findFirst().orElseThrow(() -> new IOException("no VmRSS for pid " + pid));
+                .filter(l -> l.startsWith(field + ":")).map(l -> Long.parseLong(l.replaceAll("\\D", "")))
+                .findFirst().orElseThrow(() -> new IOException("no " + field + " for pid " + pid));
     }
 }
