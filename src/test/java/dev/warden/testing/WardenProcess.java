@@ -111,7 +111,10 @@ public final class WardenProcess implements AutoCloseable {
         List<String> options = new ArrayList<>(List.of("-Dquarkus.http.port=" + port, "-Dquarkus.http.host=127.0.0.1",
                 "-Dquarkus.management.port=" + managementPort, "-Dquarkus.management.host=127.0.0.1"));
         options.addAll(settings);
-        List<String> command = new ArrayList<>(prefix);
+        // SIGINT at its default, as a terminal or a kubelet starts warden: a test run started as a background job of a
+        // shell without job control inherits SIGINT ignored, which a JVM keeps ignored (ServeIT's SIGINT test).
+        List<String> command = new ArrayList<>(List.of("env", "--default-signal=INT"));
+        command.addAll(prefix);
         command.addAll(command(jar, options.toArray(String[]::new)));
         command.add("serve");
         command.addAll(List.of(args));
