@@ -312,10 +312,10 @@ public interface WardenConfig {
 
     interface Memory {
         /**
-         * The native executable: once {@code serve} has run this long, the pages of warden's own executable are
-         * given back to the kernel ({@code MADV_PAGEOUT}). Starting touches nearly all of them (the kernel maps
-         * 64 KiB around each page read), running needs far fewer, and the kernel maps back what it touches.
-         * {@code 0s}: never. The JVM is left alone.
+         * Once {@code serve} has run this long, the pages of warden's own files (the native executable, the JVM image's
+         * AOT cache: files warden's UID owns) are given back to the kernel ({@code MADV_PAGEOUT}). Starting touches
+         * nearly all of them (the kernel maps 64 KiB around each page read), running needs far fewer, and the kernel
+         * maps back what it touches. {@code 0s}: never.
          */
         @WithDefault("10s")
         Duration releaseStartPagesAfter();

@@ -2,28 +2,33 @@ package dev.warden.footprint;
 
 import dev.warden.config.WardenConfig;
 import dev.warden.lock.Posix;
-import io.quarkus.runtime.ImageMode;
 import jakarta.inject.Singleton;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.OptionalLong;
+import java.util.function.Predicate;
 import org.jboss.logging.Logger;
 
 /**
- * The pages of the native executable that only warden's start needed. Starting reads nearly all of the executable's
+ * The pages of warden's own files that only its start needed. Starting the native executable reads nearly all of its
  * image heap and much of its code, and the kernel maps the 64 KiB around each page read as well (fault-around): about
- * 42 MiB of the file stay mapped and count in warden's resident memory, where running needs about 27. Once {@code serve}
- * has run a while, warden gives them back with {@code MADV_PAGEOUT}: a page no other process maps is reclaimed and read
- * back from the file when touched again. Nothing is lost: a page warden wrote stays (or goes to swap, where a node has
- * one, as it would under memory pressure). Only the native executable: the JVM's own file is the java launcher, and its
- * code and heap are anonymous memory.
+ * 42 MiB of the file stay mapped and count in warden's resident memory, where running needs about 27. The JVM image
+ * maps its AOT cache (about 50 MB) the same way. Once {@code serve} has run a while, warden gives back the pages of the
+ * files it owns with {@code MADV_PAGEOUT}: a page no other process maps is reclaimed and read back from the file when
+ * touched again. The kernel reclaims a file's pages only for a process that owns the file (or could write it), which is
+ * why the images give warden's UID its executable and its AOT cache, read-only, and why warden asks only for those:
+ * the JVM's and libc's pages belong to root. Nothing is lost: a page warden wrote stays (or goes to swap, where a node
+ * has one, as it would under memory pressure).
  */
 @Singleton
 public class StartPages {
@@ -40,10 +45,10 @@ public class StartPages {
         this.config = config;
     }
 
-    /** At {@code serve}'s start: in the native executable, releases its pages once it has run a while. */
+    /** At {@code serve}'s start: releases the start's pages once it has run a while. */
     public void releaseLater() {
         Duration after = config.memory().releaseStartPagesAfter();
-        if (ImageMode.current() != ImageMode.NATIVE_RUN || !after.isPositive()) {
+        if (!after.isPositive()) {
             return;
         }
         Thread.ofPlatform().daemon().name("warden-start-pages").start(() -> {
@@ -56,15 +61,15 @@ public class StartPages {
         });
     }
 
-    /** Pages out every mapping of this process's executable; says in the log how much was resident before and after. */
+    /** Pages out every mapping of a file this process's user owns; says in the log how much was resident before and after. */
     void release() {
-        String executable;
         List<Range> mappings;
         try {
-            executable = Files.readSymbolicLink(Path.of("/proc/self/exe")).toString();
-            mappings = mappingsOf(readCapped(Path.of("/proc/self/maps")), executable);
-        } catch (IOException e) {
-            LOG.infof("Cannot find the executable's pages to give back after start (%s): warden keeps them", e.getMessage());
+            String status = readCapped(Path.of("/proc/self/status"));
+            mappings = mappingsOf(readCapped(Path.of("/proc/self/maps")), ownedBy(effectiveUid(status)));
+        } catch (IOException | RuntimeException e) {
+            LOG.infof("Cannot find the pages of warden's own files to give back after start (%s): warden keeps them",
+                    e.getMessage());
             return;
         }
         OptionalLong before = residentKib();
@@ -73,26 +78,53 @@ public class StartPages {
                 posix.pageOut(mapping.start(), mapping.length());
             } catch (Posix.ErrnoException e) {
                 // EINVAL before Linux 5.4, which has no MADV_PAGEOUT: the pages stay, as they would have.
-                LOG.infof("Cannot give back the pages of %s only the start needed (%s): warden keeps them", executable,
+                LOG.infof("Cannot give back the pages of warden's own files only the start needed (%s): warden keeps them",
                         e.getMessage());
                 return;
             }
         }
         OptionalLong after = residentKib();
-        LOG.infof("Gave back the pages of %s only the start needed (%d mappings): resident %s MiB, now %s MiB; the kernel"
-                + " maps back what warden touches again", executable, mappings.size(), mib(before), mib(after));
+        LOG.infof("Gave back the pages of warden's own files only the start needed (%d mappings): resident %s MiB, now %s"
+                + " MiB; the kernel maps back what warden touches again", mappings.size(), mib(before), mib(after));
+    }
+
+    /** Whether a mapped path is a file (not followed if a link) that {@code uid} owns; unreadable paths are not. */
+    private static Predicate<String> ownedBy(long uid) {
+        Map<String, Boolean> owned = new HashMap<>();
+        return path -> owned.computeIfAbsent(path, p -> {
+            try {
+                return p.startsWith("/") && ((Number) Files.getAttribute(Path.of(p), "unix:uid", LinkOption.NOFOLLOW_LINKS))
+                        .longValue() == uid;
+            } catch (IOException | RuntimeException e) {
+                // a deleted file's " (deleted)", a memfd, a path gone since: not asked for
+                return false;
+            }
+        });
+    }
+
+    /** The effective UID in a {@code /proc/<pid>/status} text ({@code Uid: real effective saved fs}). */
+    static long effectiveUid(String status) throws IOException {
+        for (String line : status.split("\n")) {
+            if (line.startsWith("Uid:")) {
+                String[] ids = line.substring(4).strip().split("\\s+");
+                if (ids.length >= 2) {
+                    return Long.parseLong(ids[1]);
+                }
+            }
+        }
+        throw new IOException("no Uid line in /proc/self/status");
     }
 
     /** A mapping's address range. */
     record Range(long start, long length) {
     }
 
-    /** The mappings of {@code executable} in a {@code /proc/<pid>/maps} text ({@code start-end perms offset dev inode path}). */
-    static List<Range> mappingsOf(String maps, String executable) {
+    /** The mappings in a {@code /proc/<pid>/maps} text ({@code start-end perms offset dev inode path}) whose path is wanted. */
+    static List<Range> mappingsOf(String maps, Predicate<String> wanted) {
         List<Range> ranges = new ArrayList<>();
         for (String line : maps.split("\n")) {
             String[] fields = line.strip().split("\\s+", 6);
-            if (fields.length < 6 || !fields[5].equals(executable)) {
+            if (fields.length < 6 || !wanted.test(fields[5])) {
                 continue;
             }
             int dash = fields[0].indexOf('-');
