@@ -1,6 +1,7 @@
 package dev.warden.footprint;
 
 import dev.warden.config.WardenConfig;
+import dev.warden.engine.ProcessTable;
 import dev.warden.lock.Posix;
 import jakarta.inject.Singleton;
 import java.io.IOException;
@@ -38,10 +39,12 @@ public class StartPages {
     private static final int MAX_MAPS_BYTES = 1 << 20;
 
     private final Posix posix;
+    private final ProcessTable processes;
     private final WardenConfig config;
 
-    public StartPages(Posix posix, WardenConfig config) {
+    public StartPages(Posix posix, ProcessTable processes, WardenConfig config) {
         this.posix = posix;
+        this.processes = processes;
         this.config = config;
     }
 
@@ -65,8 +68,9 @@ public class StartPages {
     void release() {
         List<Range> mappings;
         try {
-            String status = readCapped(Path.of("/proc/self/status"));
-            mappings = mappingsOf(readCapped(Path.of("/proc/self/maps")), ownedBy(effectiveUid(status)));
+            // The real UID: warden is never set-UID, so it is the one the kernel asks the owner check of.
+            int uid = processes.uid(ProcessHandle.current().pid()).orElseThrow(() -> new IOException("no UID in /proc/self/status"));
+            mappings = mappingsOf(readCapped(Path.of("/proc/self/maps")), ownedBy(uid));
         } catch (IOException | RuntimeException e) {
             LOG.infof("Cannot find the pages of warden's own files to give back after start (%s): warden keeps them",
                     e.getMessage());
@@ -100,19 +104,6 @@ public class StartPages {
                 return false;
             }
         });
-    }
-
-    /** The effective UID in a {@code /proc/<pid>/status} text ({@code Uid: real effective saved fs}). */
-    static long effectiveUid(String status) throws IOException {
-        for (String line : status.split("\n")) {
-            if (line.startsWith("Uid:")) {
-                String[] ids = line.substring(4).strip().split("\\s+");
-                if (ids.length >= 2) {
-                    return Long.parseLong(ids[1]);
-                }
-            }
-        }
-        throw new IOException("no Uid line in /proc/self/status");
     }
 
     /** A mapping's address range. */

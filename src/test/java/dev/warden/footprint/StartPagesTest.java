@@ -1,9 +1,7 @@
 package dev.warden.footprint;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import java.io.IOException;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -11,7 +9,7 @@ class StartPagesTest {
 
     /** Only the mappings whose whole path (spaces and all) is wanted; anonymous or malformed lines are skipped. */
     @Test
-    void findsTheWantedMappingsInProcMaps() throws IOException {
+    void findsTheWantedMappingsInProcMaps() {
         String maps = """
                 00400000-00405000 r--p 00000000 fd:01 1234                               /opt/warden bin/warden
                 00410000-01ad4000 r-xp 00010000 fd:01 1234                               /opt/warden bin/warden
@@ -27,13 +25,5 @@ class StartPagesTest {
         assertEquals(List.of(new StartPages.Range(0x400000, 0x5000), new StartPages.Range(0x410000, 0x16c4000),
                 new StartPages.Range(0x7f8e83000000L, 0xc80000)),
                 StartPages.mappingsOf(maps, "/opt/warden bin/warden"::equals));
-    }
-
-    /** The effective UID, the second of the four; a status without one is an error, not UID 0. */
-    @Test
-    void readsTheEffectiveUidFromProcStatus() throws IOException {
-        assertEquals(1001, StartPages.effectiveUid("Name:\twarden\nUid:\t0\t1001\t1001\t1001\nGid:\t0\t0\t0\t0\n"));
-        assertThrows(IOException.class, () -> StartPages.effectiveUid("Name:\twarden\nGid:\t0\t0\t0\t0\n"));
-        assertThrows(IOException.class, () -> StartPages.effectiveUid("Uid:\t0\n"));
     }
 }
