@@ -91,7 +91,6 @@ public class StatusJson {
         ServerLockState lock = snapshot.server();
         ObjectNode server = gate.putObject("server_lock");
         server.put("state", lock.label());
-        lock.changedAt().ifPresent(t -> server.put("since", t.toString()));
         lock.holderPid().ifPresent(pid -> server.put("holder_pid", pid));
         lock.error().ifPresent(e -> server.put("error", e));
         if (lock instanceof ServerLockState.InPod inPod) {

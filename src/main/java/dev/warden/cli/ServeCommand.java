@@ -9,6 +9,7 @@ import dev.warden.config.Mode;
 import dev.warden.config.WardenConfig;
 import dev.warden.footprint.StartPages;
 import dev.warden.gate.GateKeeper;
+import dev.warden.gate.GateTimings;
 import dev.warden.gate.LeaseElection;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.Refusal;
@@ -16,8 +17,10 @@ import dev.warden.lock.LockException;
 import dev.warden.reaper.ReaperService;
 import io.quarkus.runtime.Quarkus;
 import jakarta.inject.Inject;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.Callable;
@@ -48,11 +51,12 @@ import sun.misc.Signal;
                     + " quarkus.management.port (9096). The API (/api/v1: status, engine stop and unload) is on"
                     + " quarkus.http.port (9095).",
             "",
-            "--mode gate: for a pod whose main container is the real `lilbee serve`. warden never takes"
-                    + " server.lock; it elects one pod through <data dir>/warden-gate.lock. /q/health/started"
-                    + " says UP once this warden is elected and server.lock is free (or held in this pod), so the"
-                    + " pod's lilbee starts only there; /q/health/ready says UP while this pod's lilbee holds"
-                    + " server.lock. The pod needs shareProcessNamespace: true."
+            "--mode gate: for a pod whose main container is the real `lilbee serve`, run by lilbee's supervisor"
+                    + " (helm/warden/files/lilbee-supervisor.py). warden never takes server.lock; it elects one pod"
+                    + " through <data dir>/warden-gate.lock (and a Lease, with warden.gate.election=lease) and tells"
+                    + " that pod's supervisor over warden.gate.supervisor.socket when lilbee may run: the supervisor"
+                    + " stops lilbee the moment warden stops saying so. /q/health/ready says UP while this pod's lilbee"
+                    + " holds server.lock. The pod needs shareProcessNamespace: true."
         },
         exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
             "0:stopped by SIGTERM or SIGINT; every lock released",
@@ -159,17 +163,22 @@ public class ServeCommand implements Callable<Integer> {
                         + " where no other container's process is visible: it will never report ready. Set"
                         + " shareProcessNamespace: true on the pod (the chart does)");
             }
-            if (config.gate().election() == WardenConfig.Gate.Election.LEASE) {
-                Optional<String> unsafe = leaseTimingProblem(config.gate().lease());
-                if (unsafe.isPresent()) {
-                    spec.commandLine().getErr().println("warden: " + unsafe.get());
-                    return ExitCodes.USAGE;
+            List<String> unsafe = GateTimings.of(config.gate()).problems();
+            if (!unsafe.isEmpty()) {
+                unsafe.forEach(problem -> spec.commandLine().getErr().println("warden: " + problem));
+                return ExitCodes.USAGE;
+            }
+            try {
+                if (config.gate().election() == WardenConfig.Gate.Election.LEASE) {
+                    LeaseElection election = new LeaseElection(LeaseElection.Settings.of(config.gate().lease(), System.getenv()));
+                    gate.start(lilbee, election);
+                    election.start(Optional.ofNullable(System.getenv("NODE_NAME")).filter(n -> !n.isBlank()));
+                } else {
+                    gate.start(lilbee);
                 }
-                LeaseElection election = new LeaseElection(LeaseElection.Settings.of(config.gate().lease(), System.getenv()));
-                election.start(Optional.ofNullable(System.getenv("NODE_NAME")).filter(n -> !n.isBlank()));
-                gate.start(lilbee, election);
-            } else {
-                gate.start(lilbee);
+            } catch (IOException e) {
+                spec.commandLine().getErr().println("warden: " + e.getMessage());
+                return ExitCodes.ERROR;
             }
             LOG.infof("warden gates lilbee serve for data dir %s through %s; probes and metrics on port %d, the API on"
                     + " port %d", lilbee.dataDir(), lilbee.gateLock(), managementPort, port);
@@ -203,24 +212,6 @@ public class ServeCommand implements Callable<Integer> {
         LOG.infof("warden serves data dir %s%s; probes and metrics on port %d, the API on port %d", lilbee.dataDir(),
                 lilbee.scopeDir().map(s -> " in scope " + s).orElse(""), managementPort, port);
         return OptionalInt.empty();
-    }
-
-    /**
-     * A Lease whose timings cannot keep two lilbees apart: the leader must step down and have its lilbee
-     * gone (renew deadline plus fence grace) before the Lease can expire for another pod.
-     */
-    static Optional<String> leaseTimingProblem(WardenConfig.Gate.Lease lease) {
-        if (lease.retryPeriod().compareTo(lease.renewDeadline()) >= 0) {
-            return Optional.of("warden.gate.lease.retry-period (" + lease.retryPeriod().toMillis() + " ms) must be shorter"
-                    + " than warden.gate.lease.renew-deadline (" + lease.renewDeadline().toMillis() + " ms)");
-        }
-        if (lease.renewDeadline().plus(lease.fenceGrace()).compareTo(lease.duration()) >= 0) {
-            return Optional.of("warden.gate.lease.renew-deadline (" + lease.renewDeadline().toMillis() + " ms) plus"
-                    + " fence-grace (" + lease.fenceGrace().toMillis() + " ms) must be shorter than warden.gate.lease.duration ("
-                    + lease.duration().toMillis() + " ms): a leader cut off from the API server must have stopped its"
-                    + " lilbee before the Lease can pass to another pod");
-        }
-        return Optional.empty();
     }
 
     /** {@code hold} or {@code gate}, in any case; anything else is a usage error naming both. */

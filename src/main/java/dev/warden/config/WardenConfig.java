@@ -101,29 +101,63 @@ public interface WardenConfig {
         Election election();
 
         /**
-         * How long the elected pod's lilbee may be gone (it held {@code server.lock}, then no process of the pod
-         * did) before warden lets the gate go to a standby: the kubelet restarts a crashed lilbee in place, after
-         * a back-off that doubles with each crash up to 5 minutes, while a standby's lilbee starts at once.
+         * How long the elected pod may go without serving, while no lilbee of it runs (its container is down, in the
+         * kubelet's back-off, or lilbee keeps failing), before warden lets the gate go to a standby, whose lilbee may.
          */
         @WithDefault("10s")
         Duration handoverAfter();
 
         /**
-         * How long a warden elected just after a lilbee reset (or within this long of its own start, with
-         * {@code server.lock} new or missing) waits before its pod's lilbee may start. The previous serving pod's
-         * lilbee may still serve on the deleted lock, where no warden of another pod can see it, until its own
-         * warden stops it ({@code lease.fence-grace} plus {@code engine.kill-timeout}: at least that long is
-         * waited, whatever this says) or, with that warden down, until the kubelet does through lilbee's liveness
-         * probe on warden (the chart's and the gate overlay's: within 9 s of warden's last answer).
+         * How long a warden elected on a gate file it has not seen at the path for this long waits before its pod's
+         * lilbee may start. Another pod's lilbee holds the gate lock for as long as it lives, so nobody is elected
+         * before it is gone, unless the gate file was replaced (a lilbee reset deletes it; any writer of the data dir
+         * can rename it): that lilbee is stopped within {@code supervisor.permit} plus the longer of
+         * {@code supervisor.grace} and {@code supervisor.stall-bound}, which this must exceed (checked at start). On a
+         * fresh volume, and after a reset, the first lilbee starts this long after its warden.
          */
         @WithDefault("10s")
         Duration settle();
+
+        Supervisor supervisor();
 
         Lease lease();
 
         /** How the gate is elected. */
         enum Election {
             FILE, LEASE
+        }
+
+        /**
+         * lilbee's supervisor (helm/warden/files/lilbee-supervisor.py), the dead-man switch that runs lilbee only
+         * while warden renews its permit: where it connects, and the timings warden's safety counts on (the chart
+         * gives the supervisor and the kubelet the same values).
+         */
+        interface Supervisor {
+            /**
+             * The switch socket, on a volume only warden's and lilbee's containers mount (the chart's emptyDir at
+             * /run/warden). Its directory is created if missing.
+             */
+            @WithDefault("/run/warden/switch.sock")
+            java.nio.file.Path socket();
+
+            /** The longest one permit lasts: warden renews it twice a second while lilbee may run. */
+            @WithDefault("5s")
+            Duration permit();
+
+            /** The supervisor's time between SIGTERM and SIGKILL of lilbee's process group (its --grace). */
+            @WithDefault("2s")
+            Duration grace();
+
+            /**
+             * How soon the kubelet restarts a supervisor that stopped turning (SIGSTOP), which then cannot stop
+             * lilbee: its container's liveness probe, period times failures plus timeout plus its grace (the chart's
+             * 1 s, 2, 1 s and 1 s: 4 s).
+             */
+            @WithDefault("4s")
+            Duration stallBound();
+
+            /** The supervisor's UID: a peer of another UID on the switch socket is not listened to. Unset: warden's own. */
+            Optional<Integer> uid();
         }
 
         interface Lease {
@@ -141,20 +175,13 @@ public interface WardenConfig {
             @WithDefault("15s")
             Duration duration();
 
-            /** A leader that has not renewed for this long steps down and fences its lilbee. */
+            /** A leader that has not renewed for this long steps down; no permit it gave outlasts it. */
             @WithDefault("10s")
             Duration renewDeadline();
 
             /** How often to try to acquire or renew; also each API request's time limit. */
             @WithDefault("2s")
             Duration retryPeriod();
-
-            /**
-             * After stepping down, how long this pod's lilbee gets after SIGTERM before SIGKILL. renew-deadline
-             * plus this must stay below duration: lilbee is gone before the Lease can pass to another pod.
-             */
-            @WithDefault("2s")
-            Duration fenceGrace();
         }
     }
 

@@ -10,8 +10,16 @@ import java.util.Optional;
  */
 public interface GateElection extends AutoCloseable {
 
+    /**
+     * While this warden leads: the moment its lead ends unless renewed, on the monotonic clock (its last renewal the
+     * API server took, plus the renew deadline). A permit it gives never lasts longer.
+     */
+    Optional<Moment> leadingUntil();
+
     /** Whether this warden holds the election now. */
-    boolean leading();
+    default boolean leading() {
+        return leadingUntil().filter(MonotonicClock.SYSTEM.now()::isBefore).isPresent();
+    }
 
     /** The name of what is held (the Lease's), for messages. */
     String name();
@@ -49,7 +57,15 @@ public interface GateElection extends AutoCloseable {
      */
     Optional<Duration> stalled(Duration patience);
 
-    /** Steps down and stops contending. */
+    /** Steps down and stops contending, letting the Lease go. */
     @Override
-    void close();
+    default void close() {
+        close(true);
+    }
+
+    /**
+     * Stops contending; with {@code letGo}, releases what is held (another contender may take it at once), else leaves
+     * it to expire.
+     */
+    void close(boolean letGo);
 }

@@ -1,6 +1,5 @@
 package dev.warden.gate;
 
-import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -8,7 +7,7 @@ import java.util.OptionalLong;
 /** Where this warden stands in the election, as published to the probes and status. */
 public sealed interface GateState {
 
-    /** A label for probes and status: waiting, elected, standby, yielded, error. */
+    /** A label for probes and status: waiting, elected, standby, error. */
     String label();
 
     /** Since when this state holds, where it has a moment. */
@@ -16,7 +15,6 @@ public sealed interface GateState {
         return switch (this) {
             case Elected elected -> Optional.of(elected.since());
             case Standby standby -> Optional.of(standby.since());
-            case Yielded yielded -> Optional.of(yielded.since());
             case Failed failed -> Optional.of(failed.since());
             case Waiting waiting -> Optional.empty();
         };
@@ -24,7 +22,7 @@ public sealed interface GateState {
 
     /** The gate's holder: a {@link Standby} that can see it says (its own component); nobody else knows. */
     default OptionalLong holderPid() {
-        return OptionalLong.empty();
+        return this instanceof Standby standby ? standby.holderPid() : OptionalLong.empty();
     }
 
     /** Why, for an error or a wait not yet begun. */
@@ -43,28 +41,17 @@ public sealed interface GateState {
         }
     }
 
-    /** This warden holds the gate since {@code since}, after standing by for {@code waited}. */
-    record Elected(Instant since, Duration waited) implements GateState {
+    /** This warden holds the gate since {@code since}. */
+    record Elected(Instant since) implements GateState {
         public String label() {
             return "elected";
         }
     }
 
-    /** Another warden holds the gate ({@code holderPid} where this pod can see it); this one waits in the kernel. */
+    /** Another warden holds the gate ({@code holderPid} where this pod can see it), or the Lease: this one waits. */
     record Standby(Instant since, OptionalLong holderPid) implements GateState {
         public String label() {
             return "standby";
-        }
-    }
-
-    /**
-     * Won the gate, but {@code server.lock} was held outside this pod: the gate is let go (so the
-     * serving pod's warden, restarted, gets it back) and this warden waits in the kernel for the
-     * server lock's release before it contends again.
-     */
-    record Yielded(Instant since) implements GateState {
-        public String label() {
-            return "yielded";
         }
     }
 

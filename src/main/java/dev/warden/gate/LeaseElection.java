@@ -40,27 +40,11 @@ public final class LeaseElection implements GateElection {
     private static final Logger LOG = Logger.getLogger(LeaseElection.class);
 
     private final Settings settings;
-    private final AtomicBoolean leading = new AtomicBoolean();
-    private final AtomicReference<String> holder = new AtomicReference<>();
-    private final AtomicReference<Instant> renewed = new AtomicReference<>();
+    private final MonotonicClock clock;
+    /** Every callback, request and answer moves this on; see {@link LeaseState}. */
+    private final AtomicReference<LeaseState> state;
     private final AtomicBoolean stopped = new AtomicBoolean();
     private final AtomicReference<CompletableFuture<?>> running = new AtomicReference<>();
-    /**
-     * When the last write of the Lease naming this warden that the API server took was sent (System.nanoTime),
-     * or, after a restart, when the Lease says this warden's previous run renewed it (see {@link #continued}).
-     */
-    private volatile long lastWriteSent;
-    /** Whether {@link #lastWriteSent} says anything yet. */
-    private volatile boolean everHeld;
-    /** When contending began (System.nanoTime), and whether the API server has answered (or failed) a read since. */
-    private volatile long contendingSince;
-    private volatile boolean begun;
-    private volatile boolean answered;
-    private final AtomicBoolean overdue = new AtomicBoolean();
-    /** Until when (System.nanoTime) this warden stays out of the election after stepping aside; 0: not aside. */
-    private volatile long asideUntil;
-    /** When the elector last began asking the API server about the Lease (System.nanoTime). */
-    private volatile long lastAsked = System.nanoTime();
     private KubernetesClient client;
     private Thread thread;
 
@@ -71,46 +55,62 @@ public final class LeaseElection implements GateElection {
     public record Settings(String name, Optional<String> namespace, String identity, Duration duration,
             Duration renewDeadline, Duration retryPeriod) {
 
-        /** From {@code warden.gate.lease.*}; the identity defaults to {@code $POD_NAME}, else the host name. */
+        /**
+         * From {@code warden.gate.lease.*}. The identity defaults to {@code $POD_NAME}, else the host name, and names the
+         * node too where {@code $NODE_NAME} is set ({@code <pod>@<node>}): a warden restarted in place finds the Lease
+         * naming it and renews it at once (its lilbee goes on), but a pod of the same name on another node is another
+         * contender, which waits for the Lease to pass as any does.
+         */
         public static Settings of(WardenConfig.Gate.Lease lease, Map<String, String> env) {
-            String identity = lease.identity().or(() -> Optional.ofNullable(env.get("POD_NAME")).filter(s -> !s.isBlank()))
-                    .orElseGet(LeaseElection::hostName);
+            Optional<String> node = Optional.ofNullable(env.get("NODE_NAME")).filter(s -> !s.isBlank());
+            String identity = lease.identity().or(() -> Optional.ofNullable(env.get("POD_NAME")).filter(s -> !s.isBlank())
+                    .map(pod -> node.map(n -> pod + "@" + n).orElse(pod))).orElseGet(LeaseElection::hostName);
             return new Settings(lease.name(), lease.namespace(), identity, lease.duration(), lease.renewDeadline(),
                     lease.retryPeriod());
         }
     }
 
     public LeaseElection(Settings settings) {
+        this(settings, MonotonicClock.SYSTEM);
+    }
+
+    LeaseElection(Settings settings, MonotonicClock clock) {
         this.settings = settings;
+        this.clock = clock;
+        this.state = new AtomicReference<>(LeaseState.initial(clock.now()));
+    }
+
+    /** Where this warden stands, as one value. */
+    LeaseState state() {
+        return state.get();
     }
 
     /**
-     * Whether this warden holds the Lease: the elector says so, and the last write of it that the API server
-     * took was sent within the renew deadline. The second half is warden's own clock: fabric8 notices a
-     * missed deadline only after the renewal in flight times out and its next retry comes round (13 s for a
-     * 10 s deadline, measured), while anyone else's view of the Lease ends no sooner than a Lease duration
-     * after that write was sent.
+     * While this warden leads, when its lead ends: see {@link LeaseState#leadingUntil}. Logs the step-down at the
+     * deadline once.
      */
     @Override
-    public boolean leading() {
-        if (!leading.get()) {
-            return false;
-        }
-        if (System.nanoTime() - lastWriteSent < settings.renewDeadline().toNanos()) {
-            overdue.set(false);
-            return true;
-        }
-        if (!overdue.getAndSet(true) && everHeld) {
+    public Optional<Moment> leadingUntil() {
+        Moment now = clock.now();
+        LeaseState current = state.get();
+        Optional<Moment> until = current.leadingUntil(now, settings.renewDeadline());
+        if (until.isEmpty() && current.leading() && current.lastWriteSent().isPresent() && !current.warned()) {
+            state.updateAndGet(LeaseState::warnedOfTheDeadline);
             LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
                     settings.renewDeadline().toSeconds());
         }
-        return false;
+        return until;
+    }
+
+    @Override
+    public boolean leading() {
+        return leadingUntil().isPresent();
     }
 
     /** The first read of the Lease was answered (or failed), or took longer than a request may. */
     @Override
     public boolean decided() {
-        return !begun || answered || System.nanoTime() - contendingSince > settings.retryPeriod().toNanos();
+        return state.get().decided(clock.now(), settings.retryPeriod());
     }
 
     @Override
@@ -125,32 +125,21 @@ public final class LeaseElection implements GateElection {
 
     @Override
     public Optional<String> holder() {
-        return Optional.ofNullable(holder.get());
+        return state.get().holder();
     }
 
     @Override
     public Optional<Instant> renewed() {
-        return Optional.ofNullable(renewed.get());
-    }
-
-    private void seen(LeaderElectionRecord record) {
-        if (record != null && record.getRenewTime() != null) {
-            renewed.set(record.getRenewTime().toInstant());
-        }
+        return state.get().renewed();
     }
 
     /**
-     * How long the elector has gone without asking the API server anything, once that is longer than
-     * {@code patience} and than a working elector ever goes (it asks every retry period or so, unanswered
-     * requests time out after one, and it starts again a retry period after it ends): empty while it works.
-     * An elector that stopped without ending would leave this warden out of the election until it restarts.
+     * How long the elector has gone without asking the API server anything (see {@link LeaseState#stalled}); never while
+     * stopped. An elector that stopped without ending would leave this warden out of the election until it restarts.
      */
     @Override
     public Optional<Duration> stalled(Duration patience) {
-        Duration silent = Duration.ofNanos(System.nanoTime() - lastAsked);
-        Duration working = settings.retryPeriod().multipliedBy(5);
-        Duration bound = patience.compareTo(working) > 0 ? patience : working;
-        return stopped.get() || silent.compareTo(bound) <= 0 ? Optional.empty() : Optional.of(silent);
+        return stopped.get() ? Optional.empty() : state.get().stalled(clock.now(), patience, settings.retryPeriod());
     }
 
     /** Starts contending on a thread of its own; {@code node} only names where this warden runs in the log. */
@@ -166,8 +155,7 @@ public final class LeaseElection implements GateElection {
         LOG.infof("Contending for Lease %s/%s as %s%s (lease %d s, renew deadline %d s, retry %d s)", namespace,
                 settings.name(), settings.identity(), node.map(n -> " on node " + n).orElse(""),
                 settings.duration().toSeconds(), settings.renewDeadline().toSeconds(), settings.retryPeriod().toSeconds());
-        contendingSince = System.nanoTime();
-        begun = true;
+        state.updateAndGet(s -> s.began(clock.now()));
         thread = Thread.ofPlatform().daemon().name("warden-lease").start(() -> contend(namespace));
     }
 
@@ -182,18 +170,20 @@ public final class LeaseElection implements GateElection {
             try {
                 elector.join();
             } catch (RuntimeException e) {
-                if (!stopped.get() && asideUntil == 0) {
+                if (!stopped.get() && state.get().asideUntil().isEmpty()) {
                     LOG.warnf("The Lease election ended (%s); contending again", e.getMessage());
                 }
             }
             // A renewal failed past the deadline (stepped down), the elector gave up, or this warden stepped aside.
-            leading.set(false);
+            state.updateAndGet(LeaseState::stoppedLeading);
             pause(settings.retryPeriod());
-            long aside = asideUntil - System.nanoTime();
-            if (asideUntil != 0 && aside > 0) {
-                pause(Duration.ofNanos(aside));
-            }
-            asideUntil = 0;
+            state.get().asideUntil().ifPresent(until -> {
+                Duration aside = until.since(clock.now());
+                if (aside.isPositive()) {
+                    pause(aside);
+                }
+            });
+            state.updateAndGet(LeaseState::backIn);
         }
     }
 
@@ -204,8 +194,7 @@ public final class LeaseElection implements GateElection {
     @Override
     public void stepAside() {
         Duration aside = settings.retryPeriod().multipliedBy(3);
-        asideUntil = System.nanoTime() + aside.toNanos();
-        leading.set(false);
+        state.updateAndGet(s -> s.asideUntil(clock.now().plus(aside)));
         CompletableFuture<?> elector = running.get();
         if (elector != null) {
             elector.cancel(true);
@@ -231,8 +220,8 @@ public final class LeaseElection implements GateElection {
     }
 
     /**
-     * The elector's lock, timed: when the elector last began asking the API server anything (whatever the
-     * answer), and when the last write naming this warden that the API server took was sent.
+     * The elector's lock, timed: when the elector last began asking the API server anything (whatever the answer), what
+     * each read found, and when the last write naming this warden that the API server took was sent.
      */
     private final class Timed implements Lock {
         private final Lock lock;
@@ -243,37 +232,39 @@ public final class LeaseElection implements GateElection {
 
         @Override
         public LeaderElectionRecord get(KubernetesClient kubernetes) {
-            lastAsked = System.nanoTime();
+            state.updateAndGet(s -> s.asked(clock.now()));
+            LeaderElectionRecord record;
             try {
-                LeaderElectionRecord record = lock.get(kubernetes);
-                seen(record);
-                continued(record);
-                return record;
-            } finally {
-                answered = true;
+                record = lock.get(kubernetes);
+            } catch (RuntimeException e) {
+                state.updateAndGet(LeaseState::failed);
+                throw e;
             }
+            state.updateAndGet(s -> s.read(Optional.ofNullable(record).map(LeaderElectionRecord::getHolderIdentity),
+                    renewTime(record), settings.identity()));
+            return record;
         }
 
         @Override
         public void create(KubernetesClient kubernetes, LeaderElectionRecord record) {
-            long sent = lastAsked = System.nanoTime();
-            lock.create(kubernetes, record);
-            accepted(record, sent);
+            write(record, () -> lock.create(kubernetes, record));
         }
 
         @Override
         public void update(KubernetesClient kubernetes, LeaderElectionRecord record) {
-            long sent = lastAsked = System.nanoTime();
-            lock.update(kubernetes, record);
-            accepted(record, sent);
+            write(record, () -> lock.update(kubernetes, record));
         }
 
-        private void accepted(LeaderElectionRecord record, long sent) {
-            seen(record);
-            if (settings.identity().equals(record.getHolderIdentity())) {
-                lastWriteSent = sent;
-                everHeld = true;
+        private void write(LeaderElectionRecord record, Runnable request) {
+            Moment sent = clock.now();
+            state.updateAndGet(s -> s.asked(sent));
+            try {
+                request.run();
+            } catch (RuntimeException e) {
+                state.updateAndGet(LeaseState::failed);
+                throw e;
             }
+            state.updateAndGet(s -> s.accepted(record.getHolderIdentity(), renewTime(record), settings.identity(), sent));
         }
 
         @Override
@@ -287,34 +278,18 @@ public final class LeaseElection implements GateElection {
         }
     }
 
-    /**
-     * A warden restarted in its pod (same identity, same node, so the same clock) that finds the Lease naming it,
-     * renewed within the renew deadline, goes on from that renewal as if it were its own: it leads (its pod's
-     * lilbee is kept, not fenced) until the renew deadline counted from there, by which fabric8 has renewed
-     * the Lease (a holder renews at once) or it steps down as any leader does, in time for the fence.
-     */
-    private void continued(LeaderElectionRecord record) {
-        if (everHeld || record == null || record.getRenewTime() == null
-                || !settings.identity().equals(record.getHolderIdentity())) {
-            return;
-        }
-        Duration age = Duration.between(record.getRenewTime().toInstant(), Instant.now());
-        if (!age.isNegative() && age.compareTo(settings.renewDeadline()) < 0) {
-            lastWriteSent = System.nanoTime() - age.toNanos();
-            everHeld = true;
-            LOG.infof("The Lease %s still names %s, renewed %d ms ago: going on from there", settings.name(),
-                    settings.identity(), age.toMillis());
-        }
+    private static Optional<Instant> renewTime(LeaderElectionRecord record) {
+        return Optional.ofNullable(record).map(LeaderElectionRecord::getRenewTime).map(t -> t.toInstant());
     }
 
     private void startedLeading() {
-        leading.set(true);
-        holder.set(settings.identity());
+        state.updateAndGet(s -> s.startedLeading(settings.identity()));
         LOG.infof("Holding the Lease %s as %s", settings.name(), settings.identity());
     }
 
     private void stoppedLeading() {
-        if (leading.getAndSet(false) && !overdue.get()) {
+        LeaseState before = state.getAndUpdate(LeaseState::stoppedLeading);
+        if (before.leading() && !before.warned()) {
             LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
                     settings.renewDeadline().toSeconds());
         }
@@ -322,23 +297,26 @@ public final class LeaseElection implements GateElection {
 
     /** {@code identity} is null when the Lease was released: it names no holder until someone takes it. */
     private void newLeader(String identity) {
-        String before = holder.getAndSet(identity);
-        if (identity != null && !identity.equals(before) && !identity.equals(settings.identity())) {
+        LeaseState before = state.getAndUpdate(s -> s.newLeader(Optional.ofNullable(identity)));
+        if (identity != null && !before.holder().equals(Optional.of(identity)) && !identity.equals(settings.identity())) {
             LOG.infof("The Lease %s is held by %s", settings.name(), identity);
         }
     }
 
-    /** Steps down (releasing the Lease, so the next warden need not wait for it to expire) and stops. */
+    /**
+     * Stops. With {@code letGo} the elector is cancelled, which releases the Lease (the next warden need not wait for it
+     * to expire); without, its client is closed under it and the Lease expires as if this warden had died.
+     */
     @Override
-    public void close() {
+    public void close(boolean letGo) {
         stopped.set(true);
         CompletableFuture<?> elector = running.get();
-        if (elector != null) {
+        if (elector != null && letGo) {
             elector.cancel(true);
         }
-        leading.set(false);
+        state.updateAndGet(LeaseState::stoppedLeading);
         Thread contender = thread;
-        if (contender != null) {
+        if (contender != null && letGo) {
             try {
                 contender.join(settings.retryPeriod().toMillis() + 1000);
             } catch (InterruptedException e) {

@@ -1,6 +1,5 @@
 package dev.warden.gate;
 
-import java.time.Instant;
 import java.util.Optional;
 import java.util.OptionalLong;
 
@@ -9,17 +8,6 @@ public sealed interface ServerLockState {
 
     /** A label for probes and status. */
     String label();
-
-    /** Since when this state holds, where it has a moment. */
-    default Optional<Instant> changedAt() {
-        return switch (this) {
-            case InPod inPod -> Optional.of(inPod.since());
-            case Free free -> Optional.of(free.since());
-            case HeldOutside outside -> Optional.of(outside.since());
-            case Failed failed -> Optional.of(failed.since());
-            case NotInPod notInPod -> Optional.empty();
-        };
-    }
 
     /** The holder in this pod, while there is one. */
     default OptionalLong holderPid() {
@@ -32,17 +20,17 @@ public sealed interface ServerLockState {
     }
 
     /**
-     * Held by a process this pod can see, other than warden: this pod's lilbee serves.
+     * Held by this pod's lilbee (the process its supervisor runs).
      *
      * @param replacedFile the lock is on a file no longer at the path (a {@code lilbee reset} clears the data dir)
      */
-    record InPod(long pid, Instant since, boolean replacedFile) implements ServerLockState {
+    record InPod(long pid, boolean replacedFile) implements ServerLockState {
         public String label() {
             return "held-in-pod";
         }
     }
 
-    /** Not held by any process of this pod; not looked at more closely (a standby does not need to know). */
+    /** Not held by this pod's lilbee; not looked at more closely (a standby does not need to know). */
     record NotInPod() implements ServerLockState {
         public String label() {
             return "not-held-in-pod";
@@ -50,21 +38,21 @@ public sealed interface ServerLockState {
     }
 
     /** Nobody holds it (or its file does not exist yet). */
-    record Free(Instant since) implements ServerLockState {
+    record Free() implements ServerLockState {
         public String label() {
             return "free";
         }
     }
 
-    /** Held by a process this pod cannot see: another pod's lilbee, a stray server, or one whose warden restarted. */
-    record HeldOutside(Instant since) implements ServerLockState {
+    /** Held by a process that is not this pod's lilbee: a stray server, or another pod's. */
+    record HeldOutside() implements ServerLockState {
         public String label() {
             return "held-outside-pod";
         }
     }
 
     /** It cannot be looked at; the message says why. */
-    record Failed(Instant since, String message) implements ServerLockState {
+    record Failed(String message) implements ServerLockState {
         public String label() {
             return "error";
         }

@@ -36,8 +36,13 @@ final class GateHealth {
         return response.status(up && snapshot.phase() == HoldSnapshot.Phase.RUNNING).build();
     }
 
+    /**
+     * Started once the gate keeper runs and its switch socket listens: lilbee's container may start then, and its
+     * supervisor waits there for warden's word. Whether lilbee runs is that word's to say, never this probe's.
+     */
     static HealthCheckResponse startup(GateSnapshot snapshot) {
-        HealthCheckResponseBuilder response = HealthCheckResponse.named("gate-startup").status(snapshot.started());
+        HealthCheckResponseBuilder response = HealthCheckResponse.named("gate-startup")
+                .status(snapshot.phase() == HoldSnapshot.Phase.RUNNING);
         response.withData("gate.state", snapshot.gate().label());
         snapshot.note().ifPresent(n -> response.withData("note", n));
         return response.build();
@@ -54,7 +59,6 @@ final class GateHealth {
         ServerLockState lock = snapshot.server();
         snapshot.serverLock().ifPresent(p -> response.withData("server-lock.path", p.toString()));
         response.withData("server-lock.state", lock.label());
-        lock.changedAt().ifPresent(t -> response.withData("server-lock.since", t.toString()));
         lock.holderPid().ifPresent(pid -> response.withData("server-lock.holder-pid", pid));
         lock.error().ifPresent(e -> response.withData("server-lock.error", e));
         if (lock instanceof ServerLockState.InPod inPod && inPod.replacedFile()) {

@@ -13,7 +13,8 @@ import org.eclipse.microprofile.health.Startup;
 /**
  * Started once warden holds its locks (with {@code warden.startup.require-lock}, the default), so
  * a native sidecar keeps the engine container from starting in a pod that does not hold them;
- * otherwise as soon as warden serves. In gate mode, started once this pod's lilbee may run.
+ * otherwise as soon as warden serves. In gate mode, started once the gate keeper runs: lilbee's supervisor then
+ * starts, and runs lilbee only when warden's switch says it may.
  */
 @Startup
 @ApplicationScoped

@@ -15,8 +15,11 @@ public final class Errno {
     public static final int EINVAL = 22;
     public static final int EROFS = 30;
     public static final int ENOLCK = 37;
+    public static final int ENAMETOOLONG = 36;
     public static final int ENOSYS = 38;
     public static final int ELOOP = 40;
+    public static final int EADDRINUSE = 98;
+    public static final int ECONNABORTED = 103;
 
     private Errno() {
     }

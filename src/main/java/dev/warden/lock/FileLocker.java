@@ -169,6 +169,25 @@ public final class FileLocker {
         }
     }
 
+    /**
+     * Takes over descriptor {@code fd}, another process's open file of {@code path} (passed over a Unix socket), as a lock
+     * this process holds: when it is the file at the path and its exclusive flock is this open file's (or free, and
+     * now taken). Otherwise the descriptor is closed and nothing is held.
+     */
+    public Optional<HeldLock> adopt(int fd, Path path) {
+        try {
+            FileId id = posix.fstat(fd).id();
+            if (id.equals(posix.statAt(Posix.AT_FDCWD, path.toString()).id())) {
+                posix.lockExclusive(fd, false);
+                return Optional.of(new HeldLock(posix, path, fd, id));
+            }
+        } catch (Posix.ErrnoException e) {
+            // not the file at the path, or its lock is another open file's
+        }
+        posix.close(fd);
+        return Optional.empty();
+    }
+
     /** How often a won lock turned out to be on a file no longer at its path (for metrics and tests). */
     public long replacedFileRetries() {
         return replacedFileRetries.sum();

@@ -36,6 +36,14 @@ public final class HeldLock implements AutoCloseable {
         return fd;
     }
 
+    /**
+     * The descriptor, to pass to another process (SCM_RIGHTS): the lock is on the open file, so a process given it
+     * holds the lock too, until its last descriptor of it is closed.
+     */
+    public int descriptorToPass() {
+        return fd;
+    }
+
     public boolean isHeld() {
         return open.get();
     }

@@ -78,6 +78,33 @@ public final class NativePosix implements Posix {
     private static final long L_START = 8;
     private static final long L_LEN = 16;
 
+    /** Sockets: the same numbers on x86_64 and asm-generic. */
+    private static final int AF_UNIX = 1;
+    private static final int SOCK_STREAM = 1;
+    private static final int SOCK_NONBLOCK = 04000;
+    private static final int SOCK_CLOEXEC = 02000000;
+    private static final int SOL_SOCKET = 1;
+    private static final int SO_PEERCRED = 17;
+    private static final int SCM_RIGHTS = 1;
+    private static final int MSG_DONTWAIT = 0x40;
+    private static final int MSG_NOSIGNAL = 0x4000;
+    private static final int MSG_CMSG_CLOEXEC = 0x40000000;
+    /** struct sockaddr_un: sa_family_t, then a path of at most 107 bytes and its NUL. */
+    private static final int SUN_PATH = 108;
+    /** The most descriptors one receive takes; more are closed at once. */
+    private static final int MAX_FDS = 4;
+    /** struct msghdr on 64-bit Linux, and the cmsghdr in its control buffer. */
+    private static final StructLayout MSGHDR = MemoryLayout.structLayout(ValueLayout.ADDRESS.withName("msg_name"),
+            INT.withName("msg_namelen"), MemoryLayout.paddingLayout(4), ValueLayout.ADDRESS.withName("msg_iov"),
+            LONG.withName("msg_iovlen"), ValueLayout.ADDRESS.withName("msg_control"), LONG.withName("msg_controllen"),
+            INT.withName("msg_flags"), MemoryLayout.paddingLayout(4));
+    private static final long MSG_IOV = 16;
+    private static final long MSG_IOVLEN = 24;
+    private static final long MSG_CONTROL = 32;
+    private static final long MSG_CONTROLLEN = 40;
+    /** cmsghdr: size_t cmsg_len, int cmsg_level, int cmsg_type, then the data (CMSG_LEN(n) = 16 + n). */
+    private static final long CMSG_HEADER = 16;
+
     private final StructLayout callState = Linker.Option.captureStateLayout();
     private final VarHandle errnoHandle = callState.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     private final MethodHandle openat;
@@ -95,6 +122,13 @@ public final class NativePosix implements Posix {
     private final MethodHandle kill;
     private final MethodHandle fcntl;
     private final MethodHandle syscall;
+    private final MethodHandle socket;
+    private final MethodHandle bind;
+    private final MethodHandle listen;
+    private final MethodHandle accept4;
+    private final MethodHandle getsockopt;
+    private final MethodHandle recvmsg;
+    private final MethodHandle sendmsg;
 
     /**
      * Every downcall warden makes. A native image links only the shapes registered at build time,
@@ -116,6 +150,14 @@ public final class NativePosix implements Posix {
             new Downcall("fcntl", FunctionDescriptor.of(INT, INT, INT, ValueLayout.ADDRESS), true, 2),
             // glibc wraps pidfd_open only from 2.36 on: the raw syscall works with any libc.
             new Downcall("syscall", FunctionDescriptor.of(LONG, LONG, LONG, LONG, LONG, LONG), true, 1),
+            new Downcall("socket", FunctionDescriptor.of(INT, INT, INT, INT), true, -1),
+            new Downcall("bind", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT), true, -1),
+            new Downcall("listen", FunctionDescriptor.of(INT, INT, INT), true, -1),
+            new Downcall("accept4", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS, INT), true, -1),
+            new Downcall("getsockopt", FunctionDescriptor.of(INT, INT, INT, INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS),
+                    true, -1),
+            new Downcall("recvmsg", FunctionDescriptor.of(LONG, INT, ValueLayout.ADDRESS, INT), true, -1),
+            new Downcall("sendmsg", FunctionDescriptor.of(LONG, INT, ValueLayout.ADDRESS, INT), true, -1),
             new Downcall("strerror", FunctionDescriptor.of(ValueLayout.ADDRESS, INT), false, -1),
             new Downcall("umask", FunctionDescriptor.of(INT, INT), false, -1));
 
@@ -171,6 +213,13 @@ public final class NativePosix implements Posix {
         umask = linked.get("umask");
         fcntl = linked.get("fcntl");
         syscall = linked.get("syscall");
+        socket = linked.get("socket");
+        bind = linked.get("bind");
+        listen = linked.get("listen");
+        accept4 = linked.get("accept4");
+        getsockopt = linked.get("getsockopt");
+        recvmsg = linked.get("recvmsg");
+        sendmsg = linked.get("sendmsg");
     }
 
     private static MemorySegment find(SymbolLookup lookup, String name) {
@@ -399,6 +448,134 @@ public final class NativePosix implements Posix {
         } catch (ErrnoException e) {
             if (e.errno() == Errno.ESRCH) {
                 return false;
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public int listenUnix(String path, int backlog) throws ErrnoException {
+        byte[] name = path.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        if (name.length >= SUN_PATH) {
+            throw new ErrnoException("bind(" + path + ")", Errno.ENAMETOOLONG, "a Unix socket's path must be shorter than "
+                    + SUN_PATH + " bytes");
+        }
+        int fd = (int) invoke("socket(AF_UNIX)", (arena, state) -> (int) socket.invokeExact(state, AF_UNIX,
+                SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        try {
+            invoke("bind(" + path + ")", (arena, state) -> {
+                MemorySegment address = arena.allocate(2 + SUN_PATH, 2);
+                address.set(ValueLayout.JAVA_SHORT, 0, (short) AF_UNIX);
+                MemorySegment.copy(name, 0, address, ValueLayout.JAVA_BYTE, 2, name.length);
+                return (int) bind.invokeExact(state, fd, address, 2 + name.length + 1);
+            });
+            invoke("listen(" + path + ")", (arena, state) -> (int) listen.invokeExact(state, fd, backlog));
+            return fd;
+        } catch (ErrnoException e) {
+            close(fd);
+            throw e;
+        }
+    }
+
+    @Override
+    public int accept(int listener) throws ErrnoException {
+        try {
+            return (int) invoke("accept", (arena, state) -> (int) accept4.invokeExact(state, listener, MemorySegment.NULL,
+                    MemorySegment.NULL, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        } catch (ErrnoException e) {
+            if (e.errno() == Errno.EAGAIN || e.errno() == Errno.EINTR || e.errno() == Errno.ECONNABORTED) {
+                return -1;
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public Peer peer(int socketFd) throws ErrnoException {
+        Peer[] result = new Peer[1];
+        invoke("getsockopt(SO_PEERCRED)", (arena, state) -> {
+            MemorySegment credentials = arena.allocate(12, 4);
+            MemorySegment length = arena.allocateFrom(INT, 12);
+            int rc = (int) getsockopt.invokeExact(state, socketFd, SOL_SOCKET, SO_PEERCRED, credentials, length);
+            result[0] = new Peer(credentials.get(INT, 0), credentials.get(INT, 4), credentials.get(INT, 8));
+            return rc;
+        });
+        return result[0];
+    }
+
+    @Override
+    public Received receive(int socketFd, int max) throws ErrnoException {
+        Received[] result = new Received[1];
+        try {
+            invoke("recvmsg", (arena, state) -> {
+                MemorySegment data = arena.allocate(Math.max(1, max));
+                MemorySegment iov = arena.allocate(16, 8);
+                iov.set(ValueLayout.ADDRESS, 0, data);
+                iov.set(LONG, 8, max);
+                long controlLength = CMSG_HEADER + 4L * MAX_FDS;
+                MemorySegment control = arena.allocate(controlLength, 8);
+                MemorySegment message = arena.allocate(MSGHDR);
+                message.set(ValueLayout.ADDRESS, MSG_IOV, iov);
+                message.set(LONG, MSG_IOVLEN, 1L);
+                message.set(ValueLayout.ADDRESS, MSG_CONTROL, control);
+                message.set(LONG, MSG_CONTROLLEN, controlLength);
+                long n;
+                do {
+                    n = (long) recvmsg.invokeExact(state, socketFd, message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+                } while (n < 0 && errno(state) == Errno.EINTR);
+                if (n < 0) {
+                    return n;
+                }
+                int[] fds = new int[0];
+                long received = message.get(LONG, MSG_CONTROLLEN);
+                if (received >= CMSG_HEADER && control.get(INT, 8) == SOL_SOCKET && control.get(INT, 12) == SCM_RIGHTS) {
+                    int count = (int) ((Math.min(control.get(LONG, 0), received) - CMSG_HEADER) / 4);
+                    fds = new int[count];
+                    for (int i = 0; i < count; i++) {
+                        fds[i] = control.get(INT, CMSG_HEADER + 4L * i);
+                    }
+                }
+                result[0] = new Received(data.asSlice(0, n).toArray(ValueLayout.JAVA_BYTE), fds);
+                return n;
+            });
+        } catch (ErrnoException e) {
+            if (e.errno() == Errno.EAGAIN) {
+                return null;
+            }
+            throw e;
+        }
+        return result[0];
+    }
+
+    @Override
+    public long send(int socketFd, byte[] bytes, int passFd) throws ErrnoException {
+        try {
+            return invoke("sendmsg", (arena, state) -> {
+                MemorySegment data = arena.allocateFrom(ValueLayout.JAVA_BYTE, bytes);
+                MemorySegment iov = arena.allocate(16, 8);
+                iov.set(ValueLayout.ADDRESS, 0, data);
+                iov.set(LONG, 8, bytes.length);
+                MemorySegment message = arena.allocate(MSGHDR);
+                message.set(ValueLayout.ADDRESS, MSG_IOV, iov);
+                message.set(LONG, MSG_IOVLEN, 1L);
+                if (passFd >= 0) {
+                    MemorySegment control = arena.allocate(CMSG_HEADER + 8, 8);
+                    control.set(LONG, 0, CMSG_HEADER + 4);
+                    control.set(INT, 8, SOL_SOCKET);
+                    control.set(INT, 12, SCM_RIGHTS);
+                    control.set(INT, CMSG_HEADER, passFd);
+                    message.set(ValueLayout.ADDRESS, MSG_CONTROL, control);
+                    message.set(LONG, MSG_CONTROLLEN, CMSG_HEADER + 8);
+                }
+                long n;
+                do {
+                    n = (long) sendmsg.invokeExact(state, socketFd, message, MSG_DONTWAIT | MSG_NOSIGNAL);
+                } while (n < 0 && errno(state) == Errno.EINTR);
+                return n;
+            });
+        } catch (ErrnoException e) {
+            if (e.errno() == Errno.EAGAIN) {
+                return -1;
             }
             throw e;
         }

@@ -104,6 +104,38 @@ public interface Posix {
      */
     RecordLock conflictingRecordLock(int fd, long start, long length) throws ErrnoException;
 
+    /**
+     * A Unix stream socket listening at {@code path} ({@code socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC)},
+     * {@code bind}, {@code listen}): the name must not exist yet.
+     */
+    int listenUnix(String path, int backlog) throws ErrnoException;
+
+    /** {@code accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)}; -1 when nobody is waiting (EAGAIN). */
+    int accept(int listener) throws ErrnoException;
+
+    /** {@code getsockopt(SO_PEERCRED)}: who is at the other end of a connected Unix socket, as of its connect. */
+    Peer peer(int socket) throws ErrnoException;
+
+    /** The process at the other end of a Unix socket: its pid (in this PID namespace), UID and GID. */
+    record Peer(long pid, int uid, int gid) {
+    }
+
+    /**
+     * {@code recvmsg(MSG_DONTWAIT | MSG_CMSG_CLOEXEC)} of at most {@code max} bytes and the descriptors passed with
+     * them (SCM_RIGHTS, at most four; more are closed); null when nothing is waiting (EAGAIN), no bytes at the end.
+     */
+    Received receive(int socket, int max) throws ErrnoException;
+
+    /** Bytes and the descriptors that came with them, now this process's own. */
+    record Received(byte[] bytes, int[] fds) {
+    }
+
+    /**
+     * {@code sendmsg(MSG_DONTWAIT | MSG_NOSIGNAL)} of {@code bytes}, with descriptor {@code passFd} (SCM_RIGHTS) when
+     * it is not negative: how many bytes went, -1 when the peer's buffer is full (EAGAIN).
+     */
+    long send(int socket, byte[] bytes, int passFd) throws ErrnoException;
+
     /** A POSIX record lock another process holds, as {@code F_GETLK} reports the first it finds. */
     enum RecordLock {
         NONE, READ, WRITE

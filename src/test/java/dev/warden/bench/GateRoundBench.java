@@ -2,15 +2,15 @@ package dev.warden.bench;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.engine.ProcessTable;
-import dev.warden.engine.Signaller;
 import dev.warden.gate.GateKeeper;
-import dev.warden.gate.LilbeeFence;
-import dev.warden.gate.ServerLockHolders;
+import dev.warden.gate.GateTimings;
+import dev.warden.gate.MonotonicClock;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.NativePosix;
 import dev.warden.lock.ProcLocks;
 import dev.warden.testing.Await;
 import dev.warden.testing.Peer;
+import dev.warden.testing.Supervised;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
@@ -51,10 +51,10 @@ class GateRoundBench {
         rows.add(measure("with a neighbour's flood", own, FLOOD));
         Report.section("9. Gate round cost",
                 "A gate keeper (`serve --mode gate`'s, in the benchmark's JVM) elected beside a serving lilbee stand-in"
-                        + " (Python holding an exclusive flock on server.lock), rounds every " + POLL.toMillis() + " ms for "
+                        + " (Python holding an exclusive flock on server.lock, run by the real supervisor), rounds every " + POLL.toMillis() + " ms for "
                         + MEASURED.toSeconds() + " s after a warm-up: the keeper thread's CPU time per round and as a share"
-                        + " of a core. A round checks the proven holder's descriptor and walks this machine's processes"
-                        + " at most every 250 ms (the pod's, in a pod); it never reads /proc/locks. For comparison, one read"
+                        + " of a core. A round reads the switch socket, checks the descriptor the supervisor's lilbee holds"
+                        + " server.lock through and stats the two lock files; it never reads /proc/locks. For comparison, one read"
                         + " of the whole /proc/locks, which every round did before. The flood: Python holding POSIX locks"
                         + " on files of its own.",
                 List.of("| locks on the node | processes seen | CPU per round, µs | share of a core | one read of /proc/locks, ms |",
@@ -68,13 +68,14 @@ class GateRoundBench {
         Files.createDirectories(paths.dataDir());
         ProcessTable processes = new ProcessTable();
         NativePosix posix = new NativePosix();
-        try (Peer neighbour = flood > 0 ? Peer.lockFlood(dir.resolve("flood"), flood) : null;
-                Peer lilbee = Peer.pythonLock(paths.serverLock(), "flock-exclusive")) {
+        try (Peer neighbour = flood > 0 ? Peer.lockFlood(dir.resolve("flood"), flood) : null) {
             long lines = own + flood;
-            GateKeeper keeper = new GateKeeper(new FileLocker(posix), new ServerLockHolders(processes), new ProcLocks(),
-                    new LilbeeFence(new Signaller(posix, processes), Duration.ofSeconds(2), Duration.ofSeconds(5)),
-                    InstantSource.system(), new GateKeeper.Timings(POLL, Duration.ofMillis(100), Duration.ofSeconds(7),
-                    Duration.ofMinutes(1)));
+            Path socket = dir.resolve("run-" + flood).resolve("switch.sock");
+            GateKeeper keeper = new GateKeeper(new GateKeeper.Edges(new FileLocker(posix), posix, processes, new ProcLocks(),
+                    MonotonicClock.SYSTEM, InstantSource.system(), socket, Integer.parseInt(FileLocker.currentUid()), POLL,
+                    Duration.ofMillis(100)), new GateTimings(Duration.ofSeconds(10), Duration.ofSeconds(5), Duration.ofSeconds(2),
+                            Duration.ofSeconds(4), Duration.ofMinutes(1), Optional.empty()));
+            Supervised lilbee = Supervised.standIn("gate-round-" + flood, socket, paths.serverLock(), Supervised.Settings.CHART);
             keeper.start(paths);
             try {
                 Await.until("serving", () -> keeper.snapshot().serving());
@@ -93,6 +94,7 @@ class GateRoundBench {
                         processes.all().size(), cpu / 1000.0 / rounds, 100.0 * cpu / wall, table);
             } finally {
                 keeper.stop();
+                lilbee.close();
             }
         }
     }

@@ -6,10 +6,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
 import dev.warden.engine.ProcessTable;
-import dev.warden.engine.Signaller;
 import dev.warden.gate.GateKeeper;
-import dev.warden.gate.LilbeeFence;
-import dev.warden.gate.ServerLockHolders;
+import dev.warden.gate.GateTimings;
+import dev.warden.gate.MonotonicClock;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.ScopeOwnerFile;
 import dev.warden.lock.FileLocker;
@@ -37,10 +36,10 @@ class LockStartupCheckTest {
             new ScopeOwnerFile(new ObjectMapper()), InstantSource.system(), Duration.ofMillis(50), Duration.ofMillis(100));
 
     /** Not started: hold mode answers. */
-    private final GateKeeper gate = new GateKeeper(new FileLocker(new NativePosix()),
-            new ServerLockHolders(new ProcessTable()), new ProcLocks(), new LilbeeFence(new Signaller(new NativePosix(),
-                    new ProcessTable()), Duration.ofSeconds(2), Duration.ofSeconds(2)), InstantSource.system(),
-            new GateKeeper.Timings(Duration.ofMillis(50), Duration.ofMillis(100), Duration.ofSeconds(4), Duration.ofMinutes(1)));
+    private final GateKeeper gate = new GateKeeper(new GateKeeper.Edges(new FileLocker(new NativePosix()), new NativePosix(),
+            new ProcessTable(), new ProcLocks(), MonotonicClock.SYSTEM, InstantSource.system(), Path.of("/nonexistent/switch.sock"),
+            0, Duration.ofMillis(50), Duration.ofMillis(100)), new GateTimings(Duration.ofSeconds(10), Duration.ofSeconds(5),
+                    Duration.ofSeconds(2), Duration.ofSeconds(4), Duration.ofMinutes(1), Optional.empty()));
 
     @AfterEach
     void stop() {

@@ -82,6 +82,31 @@ public class DelegatingPosix implements Posix {
     }
 
     @Override
+    public int listenUnix(String path, int backlog) throws ErrnoException {
+        return real.listenUnix(path, backlog);
+    }
+
+    @Override
+    public int accept(int listener) throws ErrnoException {
+        return real.accept(listener);
+    }
+
+    @Override
+    public Peer peer(int socket) throws ErrnoException {
+        return real.peer(socket);
+    }
+
+    @Override
+    public Received receive(int socket, int max) throws ErrnoException {
+        return real.receive(socket, max);
+    }
+
+    @Override
+    public long send(int socket, byte[] bytes, int passFd) throws ErrnoException {
+        return real.send(socket, bytes, passFd);
+    }
+
+    @Override
     public RecordLock conflictingRecordLock(int fd, long start, long length) throws ErrnoException {
         return real.conflictingRecordLock(fd, start, length);
     }

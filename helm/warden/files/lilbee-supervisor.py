@@ -1,0 +1,512 @@
+#!/usr/bin/env python3
+"""lilbee's supervisor in warden's gate mode: a dead-man switch around `lilbee serve`.
+
+    python3 lilbee-supervisor.py [options] -- lilbee serve --port 8080
+
+It runs lilbee only while this pod's warden says it may, and stops it the moment that is no longer so:
+
+- warden says so over a Unix socket (--socket) that only warden's and lilbee's containers mount, and only a
+  peer of the expected UID is believed (SO_PEERCRED). No TCP port, which any process of the pod could bind
+  while warden is down, has a say.
+- A permit to start comes with warden's gate lock itself (its open file, passed with SCM_RIGHTS). lilbee
+  inherits it, so the gate stays locked for as long as lilbee lives: no other pod is elected before this
+  lilbee is gone, whatever happens to warden. A restarted warden gets it back from here.
+- Every permit ends at a moment on the kernel's monotonic clock, which warden's and lilbee's containers
+  share; warden renews it while lilbee may run. When it ends, or warden withdraws it, lilbee's process group
+  gets SIGTERM, and SIGKILL after --grace. A supervisor that cannot reach warden lets the permit run out.
+- lilbee is started again only on a new permit: a lilbee that exits waits for warden, never for an old one.
+  A quick exit waits longer each time (1 s doubling to 30 s; 1 s again after a minute's run).
+- SIGTERM and SIGINT go on to lilbee, whose exit code this exits with.
+- --health-port answers any HTTP request from this loop itself: the kubelet's liveness probe on it restarts
+  a supervisor that has stopped turning (SIGSTOP), which could no longer stop lilbee.
+
+The rules are the class Rules, held to src/test/python/supervisor_cases.json, the table warden's simulation
+holds its model of them to as well. Standard library only: any lilbee image has python3.
+"""
+
+import argparse
+import errno
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+PROTOCOL = 1
+SECOND = 1_000_000_000
+# A line of warden's is a few dozen bytes: more is not warden.
+MAX_LINE = 512
+# The most a warden's clock (CLOCK_MONOTONIC, sent with its hello) may be behind ours on arrival: the same
+# kernel's clock read twice a socket apart. More means another clock (a time namespace): no permit is believed.
+CLOCK_SKEW = SECOND
+REPORT_EVERY = SECOND
+RECONNECT_EVERY = SECOND // 5
+TICK = SECOND // 10
+
+
+def log(message):
+    print("lilbee-supervisor: " + message, file=sys.stderr, flush=True)
+
+
+class Rules:
+    """When lilbee runs, as a pure function of the events and the time (nanoseconds, monotonic).
+
+    step() applies one event, then the timers at that moment, and returns what to do:
+    ("start",), ("term",), ("kill",), ("signal", signum), ("release",) (close the gate lock) or ("exit", code).
+    """
+
+    def __init__(self, validity, grace, first_pause=SECOND, max_pause=30 * SECOND, calm=60 * SECOND):
+        self.validity = validity
+        self.grace = grace
+        self.first_pause = first_pause
+        self.max_pause = max_pause
+        self.calm = calm
+        self.lilbee = "none"  # none | running | stopping
+        self.permit_until = 0
+        self.has_gate = False
+        self.started_at = 0
+        self.stopping_since = 0
+        self.killed = False
+        self.next_start = 0
+        self.pause = first_pause
+        self.terminating = None
+
+    def accepts_gate(self):
+        """Whether a start permit's gate lock is kept: only while no lilbee runs and none is being stopped."""
+        return self.lilbee == "none" and self.terminating is None
+
+    def step(self, now, event, arg=None):
+        actions = []
+        if event == "start":
+            if self.accepts_gate():
+                # The newest permit's gate lock is kept (the supervisor closes one it held before).
+                self.has_gate = True
+                self.permit_until = min(arg, now + self.validity)
+            elif self.lilbee == "running":
+                self.permit_until = min(arg, now + self.validity)
+        elif event == "go":
+            # Extends a running lilbee only: a go never starts one, and never takes back a stop under way.
+            if self.lilbee == "running":
+                self.permit_until = min(arg, now + self.validity)
+        elif event == "stop":
+            self.permit_until = 0
+        elif event == "exited":
+            self.lilbee = "none"
+            self.permit_until = 0
+            if self.has_gate:
+                self.has_gate = False
+                actions.append(("release",))
+            if now - self.started_at >= self.calm:
+                self.pause = self.first_pause
+            self.next_start = now + self.pause
+            self.pause = min(self.pause * 2, self.max_pause)
+            if self.terminating is not None:
+                actions.append(("exit", arg))
+                return actions
+        elif event == "signal":
+            self.terminating = arg
+            if self.lilbee == "none":
+                if self.has_gate:
+                    self.has_gate = False
+                    actions.append(("release",))
+                actions.append(("exit", 0))
+                return actions
+            actions.append(("signal", arg))
+        elif event != "tick":
+            raise ValueError("unknown event " + repr(event))
+        return actions + self._timers(now)
+
+    def _timers(self, now):
+        if self.lilbee == "running" and now >= self.permit_until:
+            self.lilbee = "stopping"
+            self.stopping_since = now
+            self.killed = False
+            return [("term",)]
+        if self.lilbee == "stopping" and not self.killed and now >= self.stopping_since + self.grace:
+            self.killed = True
+            return [("kill",)]
+        if self.lilbee == "none" and self.has_gate:
+            if now >= self.permit_until:
+                self.has_gate = False
+                return [("release",)]
+            if now >= self.next_start and self.terminating is None:
+                self.lilbee = "running"
+                self.started_at = now
+                return [("start",)]
+        return []
+
+    def wake_at(self, now):
+        """The next moment a timer may fire, for the loop's sleep."""
+        moments = []
+        if self.lilbee == "running":
+            moments.append(self.permit_until)
+        elif self.lilbee == "stopping" and not self.killed:
+            moments.append(self.stopping_since + self.grace)
+        elif self.has_gate:
+            moments.append(min(self.permit_until, max(self.next_start, now)))
+        return min(moments) if moments else now + SECOND
+
+
+class Warden:
+    """The connection to warden's switch socket, reconnected while it is gone."""
+
+    def __init__(self, path, uid):
+        self.path = path
+        self.uid = uid
+        self.sock = None
+        self.buffer = b""
+        self.fds = []
+        self.trusted = False
+        self.next_try = 0
+        self.complained = None
+
+    def connect(self, now):
+        if self.sock is not None or now < self.next_try:
+            return False
+        self.next_try = now + RECONNECT_EVERY
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.path)
+            pid, uid, gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+            if uid != self.uid:
+                self.complain("refused", "%s is served by pid %d of UID %d, not warden's UID %d: not believed" % (self.path, pid, uid, self.uid))
+                sock.close()
+                return False
+        except OSError as e:
+            sock.close()
+            self.complain(e.errno, "waiting for warden at %s (%s)" % (self.path, e.strerror or e))
+            return False
+        sock.setblocking(False)
+        self.sock = sock
+        self.buffer = b""
+        self.trusted = False
+        self.complained = None
+        log("connected to warden at %s" % self.path)
+        return True
+
+    def complain(self, key, message):
+        if self.complained != key:
+            self.complained = key
+            log(message)
+
+    def close(self, why):
+        if self.sock is not None:
+            log("lost warden (%s): lilbee may run until its permit ends, no longer" % why)
+            self.sock.close()
+            self.sock = None
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+    def send(self, line, fd=None):
+        if self.sock is None:
+            return
+        data = (line + "\n").encode()
+        try:
+            if fd is None:
+                self.sock.send(data)
+            else:
+                socket.send_fds(self.sock, [data], [fd])
+        except BlockingIOError:
+            pass  # warden is not reading: it hears the next report
+        except OSError as e:
+            self.close(e.strerror or str(e))
+
+    def receive(self):
+        """The lines waiting, each with the descriptors that came with it: a start's gate lock goes to the start line
+        of the chunk it arrived with (a read may return warden's earlier lines with it, never a later one's)."""
+        lines = []
+        while self.sock is not None:
+            try:
+                data, fds, _, _ = socket.recv_fds(self.sock, 4096, 4)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                self.close(e.strerror or str(e))
+                break
+            if not data:
+                for fd in fds:
+                    os.close(fd)
+                self.close("it closed the connection")
+                break
+            self.buffer += data
+            self.fds.extend(fds)
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                text = line.decode("ascii", "replace")
+                given = []
+                if text.startswith("start ") and self.fds:
+                    given, self.fds = self.fds, []
+                lines.append((text, given))
+            if len(self.buffer) > MAX_LINE or len(self.fds) > 4:
+                self.close("a line longer than %d bytes, or descriptors with no start" % MAX_LINE)
+        return lines
+
+
+class Health:
+    """Answers 200 to any HTTP request on --health-port, from the supervisor's own loop."""
+
+    def __init__(self, port):
+        # SO_REUSEADDR lets a restarted supervisor bind past its predecessor's closing connections; on Linux it never
+        # lets two processes listen on one port.
+        try:
+            self.listener = socket.socket(socket.AF_INET6)
+            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            self.listener.bind(("::", port))
+        except OSError:
+            # No IPv6 in this pod: the kubelet probes its IPv4 address.
+            self.listener = socket.socket(socket.AF_INET)
+            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.listener.bind(("0.0.0.0", port))
+        self.listener.listen(16)
+        self.listener.setblocking(False)
+        self.open = {}
+
+    def serve(self, now):
+        while len(self.open) < 16:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                break
+            conn.setblocking(False)
+            self.open[conn] = now
+        for conn, since in list(self.open.items()):
+            try:
+                request = conn.recv(1024)
+                if request or now - since > SECOND:
+                    conn.send(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n")
+                    raise OSError("answered")
+            except BlockingIOError:
+                if now - since <= SECOND:
+                    continue
+            except OSError:
+                pass
+            del self.open[conn]
+            conn.close()
+
+
+def start_ticks(pid):
+    """Field 22 of /proc/<pid>/stat: when the process started, in clock ticks since boot (names this instance)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as stat:
+            return int(stat.read(4096).rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(
+        prog="lilbee-supervisor.py",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Runs lilbee only while this pod's warden (gate mode) says it may, and stops it the moment that"
+        " is no longer so. Everything after -- is lilbee's command.",
+        epilog="Example (what warden's chart runs):\n"
+        "  python3 lilbee-supervisor.py --socket /run/warden/switch.sock --health-port 8081 -- lilbee serve --port 8080\n\n"
+        "Exit codes: lilbee's, once a SIGTERM or SIGINT passed on to it has ended it (0 when none ran); 2: usage.",
+    )
+    parser.add_argument("--socket", default=os.environ.get("WARDEN_SWITCH_SOCKET", "/run/warden/switch.sock"),
+                        help="warden's switch socket, on a volume only warden's and lilbee's containers mount"
+                        " (default: $WARDEN_SWITCH_SOCKET, else %(default)s)")
+    parser.add_argument("--validity", type=float, default=float(os.environ.get("WARDEN_SWITCH_VALIDITY", "5")),
+                        help="the longest a permit may last, in seconds, whatever warden says (default %(default)s)")
+    parser.add_argument("--grace", type=float, default=float(os.environ.get("WARDEN_SWITCH_GRACE", "2")),
+                        help="seconds between SIGTERM and SIGKILL of lilbee's process group (default %(default)s)")
+    parser.add_argument("--health-port", type=int, default=int(os.environ.get("WARDEN_SUPERVISOR_HEALTH_PORT", "0")),
+                        help="answer the kubelet's liveness probe here (default: $WARDEN_SUPERVISOR_HEALTH_PORT; 0: none)")
+    parser.add_argument("--warden-uid", type=int, default=os.geteuid(),
+                        help="the UID warden runs as: a socket served by any other is not believed (default: this"
+                        " process's, %(default)s)")
+    if "--" not in argv:
+        parser.print_usage(sys.stderr)
+        print("lilbee-supervisor.py: error: give lilbee's command after --, e.g. -- lilbee serve --port 8080", file=sys.stderr)
+        return 2
+    split = argv.index("--")
+    args = parser.parse_args(argv[:split])
+    command = argv[split + 1:]
+    if not command:
+        parser.error("nothing after --: give lilbee's command, e.g. -- lilbee serve --port 8080")
+    if args.validity <= 0 or args.grace <= 0:
+        parser.error("--validity and --grace must be positive")
+    return Supervisor(args, command).run()
+
+
+class Supervisor:
+    def __init__(self, args, command):
+        self.command = command
+        self.rules = Rules(int(args.validity * SECOND), int(args.grace * SECOND))
+        self.warden = Warden(args.socket, args.warden_uid)
+        self.health = Health(args.health_port) if args.health_port else None
+        self.gate_fd = None
+        self.lilbee = None
+        self.launched_at = 0
+        self.last_report = None
+        self.last_permit = None
+        self.report_at = 0
+        self.wake_r, self.wake_w = socket.socketpair()
+        self.wake_r.setblocking(False)
+        self.wake_w.setblocking(False)
+        self.signals = []
+
+    def run(self):
+        signal.set_wakeup_fd(self.wake_w.fileno())
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda n, frame: self.signals.append(n))
+        signal.signal(signal.SIGCHLD, lambda n, frame: None)
+        log("lilbee (%s) runs only while warden at %s says so" % (" ".join(self.command), self.warden.path))
+        selector = selectors.DefaultSelector()
+        selector.register(self.wake_r, selectors.EVENT_READ)
+        if self.health:
+            selector.register(self.health.listener, selectors.EVENT_READ)
+        registered = None
+        while True:
+            now = time.monotonic_ns()
+            if self.warden.connect(now):
+                self.greet(now)
+            if self.warden.sock is not registered:
+                if registered is not None:
+                    selector.unregister(registered)
+                registered = self.warden.sock
+                if registered is not None:
+                    selector.register(registered, selectors.EVENT_READ)
+            code = self.turn(now)
+            if code is not None:
+                return code
+            timeout = max(0, min(self.rules.wake_at(now), now + TICK) - time.monotonic_ns()) / SECOND
+            selector.select(timeout)
+            try:
+                while self.wake_r.recv(64):
+                    pass
+            except BlockingIOError:
+                pass
+
+    def turn(self, now):
+        """One pass: signals, lilbee's exit, warden's words, the timers, the health probe; an exit code to end with."""
+        while self.signals:
+            code = self.apply(now, "signal", self.signals.pop(0))
+            if code is not None:
+                return code
+        if self.lilbee is not None:
+            rc = self.lilbee.poll()
+            if rc is not None:
+                code = 128 - rc if rc < 0 else rc
+                log("lilbee exited (%d)%s" % (code, "" if self.rules.terminating else "; started again on warden's next permit"))
+                self.lilbee = None
+                result = self.apply(now, "exited", code)
+                if result is not None:
+                    return result
+        for line, fds in self.warden.receive():
+            self.hear(now, line, fds)
+        self.apply(now, "tick")
+        if self.health:
+            self.health.serve(now)
+        self.report(now)
+        return None
+
+    def greet(self, now):
+        self.warden.send("hello %d %d" % (PROTOCOL, os.getpid()))
+        if self.gate_fd is not None:
+            # A restarted warden: the gate lock lilbee holds is given back, so it holds the gate again.
+            self.warden.send("gate", self.gate_fd)
+        self.last_report = None
+        self.last_permit = None
+
+    def hear(self, now, line, fds):
+        words = line.split()
+        kind = words[0] if words else ""
+        try:
+            if kind == "hello" and len(words) == 3 and int(words[1]) == PROTOCOL:
+                lag = now - int(words[2])
+                if lag < -CLOCK_SKEW // 100 or lag > CLOCK_SKEW:
+                    self.warden.trusted = False
+                    log("warden's monotonic clock is %d ms from this container's: not the same kernel clock (a time"
+                        " namespace?), so no permit of it can be believed" % (lag // 1_000_000))
+                else:
+                    self.warden.trusted = True
+            elif not self.warden.trusted:
+                pass
+            elif kind == "start" and len(words) == 2 and len(fds) <= 1:
+                # The gate lock comes with it, except where a Lease alone elects (a volume that cannot lock).
+                fd = fds.pop() if fds else None
+                if self.rules.accepts_gate():
+                    if self.gate_fd is not None:
+                        os.close(self.gate_fd)
+                    self.gate_fd = fd
+                elif fd is not None:
+                    os.close(fd)
+                self.apply(now, "start", int(words[1]))
+            elif kind == "go" and len(words) == 2:
+                self.apply(now, "go", int(words[1]))
+            elif kind == "stop":
+                if self.rules.permit_until or self.lilbee is not None:
+                    log("warden: %s" % " ".join(words[1:])[:200])
+                self.apply(now, "stop")
+        except ValueError:
+            pass
+        for fd in fds:
+            os.close(fd)
+
+    def apply(self, now, event, arg=None):
+        for action in self.rules.step(now, event, arg):
+            kind = action[0]
+            if kind == "start":
+                self.start(now)
+            elif kind == "term":
+                log("lilbee's permit has ended: SIGTERM to its process group, SIGKILL in %.1f s" % (self.rules.grace / SECOND))
+                self.signal_group(signal.SIGTERM)
+            elif kind == "kill":
+                log("lilbee outlived its grace: SIGKILL to its process group")
+                self.signal_group(signal.SIGKILL)
+            elif kind == "signal":
+                self.signal_group(action[1])
+            elif kind == "release":
+                if self.gate_fd is not None:
+                    os.close(self.gate_fd)
+                    self.gate_fd = None
+            elif kind == "exit":
+                return action[1]
+        return None
+
+    def start(self, now):
+        log("warden's permit: starting lilbee")
+        try:
+            self.lilbee = subprocess.Popen(self.command, pass_fds=(self.gate_fd,) if self.gate_fd is not None else (),
+                                           start_new_session=True)
+            self.launched_at = now
+        except OSError as e:
+            log("cannot start %s: %s" % (self.command[0], e.strerror or e))
+            self.lilbee = None
+            self.apply(now, "exited", 127)
+
+    def signal_group(self, signum):
+        if self.lilbee is None:
+            return
+        try:
+            # Its own session and group (start_new_session): the group is lilbee and what it started, nobody else.
+            os.killpg(self.lilbee.pid, signum)
+        except ProcessLookupError:
+            pass
+        except PermissionError as e:
+            log("cannot signal lilbee's group %d: %s" % (self.lilbee.pid, e.strerror))
+
+    def report(self, now):
+        """What runs and the permit held (0: none), to warden: on every change and once a second. A restarted warden
+        learns from it how long a permit of its previous run may still keep a lilbee."""
+        if self.lilbee is not None and self.rules.lilbee != "none":
+            state = "lilbee %d %d %d" % (self.lilbee.pid, start_ticks(self.lilbee.pid), self.launched_at)
+        else:
+            state = "lilbee none"
+        held = self.rules.permit_until if self.rules.lilbee == "running" or self.rules.has_gate else 0
+        if state != self.last_report or held != self.last_permit or now >= self.report_at:
+            self.warden.send(state)
+            self.warden.send("permit %d" % held)
+            self.last_report = state
+            self.last_permit = held
+            self.report_at = now + REPORT_EVERY
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

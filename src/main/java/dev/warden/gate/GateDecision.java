@@ -1,0 +1,306 @@
+package dev.warden.gate;
+
+import dev.warden.gate.GateAction.Word;
+import dev.warden.gate.GatePhase.Elected;
+import dev.warden.gate.GatePhase.Proven;
+import dev.warden.gate.GatePhase.Standby;
+import dev.warden.gate.GatePhase.Watch;
+import dev.warden.lock.FileId;
+import dev.warden.lock.LockProbe;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The gate, decided: one pure function from where this warden stands and one round's look at the world to where it
+ * stands next, what it does, and why, in the sentence the log and the status show. No I/O and no clock here: the
+ * gate keeper observes and acts, the simulation drives the very same function.
+ *
+ * <p>What keeps two lilbees apart, each in one method below:
+ * <ul>
+ *   <li>{@link #whyNotElected}: a pod's lilbee may run only while its warden holds the gate lock on the file at the
+ *       path (and, in lease mode, leads the Lease). lilbee inherits that very lock from its supervisor, so the gate
+ *       stays locked until it is gone: the kernel elects nobody else before.
+ *   <li>{@link #settleAtElection}: the one way around that is a gate file replaced (a reset deletes it, any writer of
+ *       the data dir can rename it), which leaves another pod's lilbee on the old one. Elected on a file it has not
+ *       watched at the path for {@link GateTimings#settle()}, a pod waits until that long after it first saw it: by
+ *       then that lilbee's permit has run out and its supervisor (or the kubelet) has stopped it.
+ *   <li>{@link #word}: what the supervisor is told; a permit never outlasts {@link GateTimings#permit()}, nor in lease
+ *       mode the lead; a lilbee proven on a file no longer at the path, or proven on none long after its start, is
+ *       stopped; none starts while another process holds server.lock.
+ * </ul>
+ *
+ * <p>Not final only so that the simulation's mutation test can undo one rule at a time and show the split brain it
+ * keeps out (GateMutationTest).
+ */
+public class GateDecision {
+
+    private final GateTimings timings;
+
+    public GateDecision(GateTimings timings) {
+        this.timings = timings;
+    }
+
+    /**
+     * One round's decision.
+     *
+     * @param lilbee what became of this pod's lilbee, for the status
+     */
+    public record Step(GatePhase phase, List<GateAction> actions, String reason, Lilbee lilbee, Word word) {
+
+        /** Whether this pod serves: elected, its lilbee proven on the server.lock at the path and allowed to run. */
+        public boolean serving() {
+            return phase instanceof Elected && lilbee.state() == LilbeeState.SERVING && word instanceof Word.Go;
+        }
+    }
+
+    /** This pod's lilbee as the decision sees it. */
+    public record Lilbee(LilbeeState state, long pid) {
+        static final Lilbee NONE = new Lilbee(LilbeeState.NONE, 0);
+    }
+
+    public enum LilbeeState {
+        /** No lilbee runs under this pod's supervisor (or no supervisor is connected). */
+        NONE,
+        /** Started within {@link GateTimings#LILBEE_START_BOUND} and holding no lock on server.lock yet. */
+        STARTING,
+        /** Holds an exclusive flock on the server.lock at the path, under the gate lock this warden holds. */
+        SERVING,
+        /**
+         * Holds another gate file's lock than the one this warden holds (it was started under a gate file since
+         * replaced): it no longer keeps the gate locked while it lives.
+         */
+        UNDER_ANOTHER_GATE,
+        /** Proven on a server.lock that is no longer the file at the path. */
+        ON_REPLACED_FILE,
+        /** Running longer than a start takes, holding no lock on the server.lock at the path. */
+        UNPROVEN
+    }
+
+    public Step step(GatePhase phase, Observation seen) {
+        Moment now = seen.now();
+        Watch watch = phase.watch().next(seen.gateAtPath(), now);
+        Moment permitsEnd = seen.supervisor().permit().filter(phase.permitsEnd()::isBefore).orElse(phase.permitsEnd());
+        if (seen.lease().isPresent() && !seen.lease().get().decided()) {
+            // Restarted beside a lilbee its previous run let start: not a word until the Lease says whether it still
+            // leads. The permit given before runs out on its own, in time for any other leader.
+            return new Step(new Standby(watch, since(phase, now), permitsEnd), List.of(new GateAction.Say(new Word.Silent())),
+                    "asking the API server whether the Lease " + seen.lease().get().name() + " names this warden",
+                    lilbee(Optional.empty(), seen, now), new Word.Silent());
+        }
+        Optional<String> notElected = whyNotElected(seen);
+        if (notElected.isPresent()) {
+            return standBy(phase, watch, seen, notElected.get(), permitsEnd);
+        }
+        return whileElected(phase, watch, seen, permitsEnd);
+    }
+
+    /**
+     * Whether the Lease may be let go now: every permit this warden gave (or its supervisor holds) has ended, and the
+     * longest a lilbee outlives its permit has passed. A Lease released sooner passes to another node at once, while
+     * this pod's lilbee may still serve there (the simulation found it: a warden's SIGTERM released it so).
+     */
+    public boolean mayLetTheLeaseGo(GatePhase phase, Moment now) {
+        return !now.isBefore(phase.permitsEnd().plus(timings.overrun()));
+    }
+
+    /** Empty when this warden is elected; else why not, as the status says it. */
+    static Optional<String> whyNotElected(Observation seen) {
+        Optional<Observation.Lease> lease = seen.lease();
+        if (lease.isPresent() && !lease.get().leading(seen.now())) {
+            return Optional.of("this warden does not hold the Lease " + lease.get().name());
+        }
+        return switch (seen.gate()) {
+            case Observation.Gate.Held held when held.atPath() -> Optional.empty();
+            case Observation.Gate.Held held -> Optional.of("the gate file this warden holds was deleted or replaced (a lilbee"
+                    + " reset, or a writer of the data dir)");
+            case Observation.Gate.NotHeld notHeld -> Optional.of("another warden holds the gate");
+            // The volume cannot lock: where the Lease elects, it elects alone.
+            case Observation.Gate.Unlockable unlockable when lease.isPresent() -> Optional.empty();
+            case Observation.Gate.Unlockable unlockable -> Optional.of(unlockable.why());
+        };
+    }
+
+    private Step standBy(GatePhase phase, Watch watch, Observation seen, String why, Moment permitsEnd) {
+        List<GateAction> actions = new ArrayList<>();
+        if (seen.gate() instanceof Observation.Gate.Held) {
+            actions.add(new GateAction.ReleaseGate());
+        }
+        if (seen.lease().isEmpty() || seen.lease().get().leading(seen.now())) {
+            actions.add(new GateAction.Contend());
+        }
+        Word stop = new Word.Stop("not elected: " + why);
+        actions.add(new GateAction.Say(stop));
+        String reason = (phase instanceof Elected ? "not elected any more: " : "standing by: ") + why;
+        return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd), actions, reason,
+                lilbee(Optional.empty(), seen, seen.now()), stop);
+    }
+
+    private Step whileElected(GatePhase phase, Watch watch, Observation seen, Moment permitsBefore) {
+        Moment now = seen.now();
+        Elected before = phase instanceof Elected elected ? elected : null;
+        Optional<Proven> proven = before == null ? Optional.empty() : before.proven();
+        Lilbee lilbee = lilbee(proven, seen, now);
+        if (lilbee.state() == LilbeeState.SERVING) {
+            proven = Optional.of(new Proven(lilbee.pid(), seen.supervisor().lilbee().orElseThrow().startTicks(),
+                    seen.server().atPath().orElseThrow()));
+        } else if (lilbee.state() == LilbeeState.NONE) {
+            proven = Optional.empty();
+        }
+        Moment since = before == null ? now : before.since();
+        Optional<Moment> settleUntil = before == null ? settleAtElection(watch, seen, lilbee) : before.settleUntil();
+        boolean settled = settleUntil.map(until -> !now.isBefore(until)).orElse(true);
+        Optional<Moment> unservedSince = lilbee.state() == LilbeeState.SERVING || !settled ? Optional.empty()
+                : before != null && before.unservedSince().isPresent() ? before.unservedSince() : Optional.of(now);
+        if (unservedSince.isPresent() && now.since(unservedSince.get()).compareTo(timings.handoverAfter()) >= 0
+                && lilbee.state() == LilbeeState.NONE) {
+            Duration unserved = now.since(unservedSince.get());
+            if (seen.lease().isEmpty() || !now.isBefore(permitsBefore.plus(timings.overrun()))) {
+                return handOver(watch, seen, unserved, permitsBefore);
+            }
+            // The Lease goes only once no permit given can still start or keep a lilbee: stop giving them meanwhile.
+            Word stop = new Word.Stop("handing the gate over once the last permit given has run out, in "
+                    + permitsBefore.plus(timings.overrun()).since(now).toMillis() + " ms");
+            return new Step(new Elected(watch, since, settleUntil, proven, unservedSince, permitsBefore),
+                    List.of(new GateAction.Say(stop)), "this pod has not served for " + unserved.toMillis()
+                            + " ms while elected: handing the gate over once no permit given can be used", lilbee, stop);
+        }
+        Word word = word(seen, lilbee, settleUntil, since, now);
+        List<GateAction> actions = List.of(new GateAction.Say(word));
+        Moment permitsEnd = permitsBefore;
+        if (word instanceof Word.Start start && permitsEnd.isBefore(start.until())) {
+            permitsEnd = start.until();
+        } else if (word instanceof Word.Go go && permitsEnd.isBefore(go.until())) {
+            permitsEnd = go.until();
+        }
+        Elected next = new Elected(watch, since, settleUntil, proven, unservedSince, permitsEnd);
+        return new Step(next, actions, reason(before == null, word, lilbee, seen), lilbee, word);
+    }
+
+    /**
+     * Whether an election must wait before this pod's first lilbee starts, and until when: not when this pod's lilbee
+     * already holds the server.lock at the path (it runs on this gate's lock already, left by this warden's previous
+     * run), nor in lease mode (a Lease passes only after its holder's lead, and with it every permit it gave, has
+     * ended); otherwise until the gate file has been watched at the path for a settle. Another pod's lilbee holds the
+     * gate lock for its whole life, so the kernel elected nobody while it lived, unless the file was replaced: then
+     * its warden stops saying it may run (or is gone, and its last permit runs out), and it is stopped within
+     * {@link GateTimings#overrun()} of that, all within the settle of the replacement.
+     */
+    Optional<Moment> settleAtElection(Watch watch, Observation seen, Lilbee lilbee) {
+        if (lilbee.state() == LilbeeState.SERVING || seen.lease().isPresent()) {
+            return Optional.empty();
+        }
+        if (watch.age(seen.now()).compareTo(timings.settle()) >= 0) {
+            return Optional.empty();
+        }
+        return Optional.of(watch.since().plus(timings.settle()));
+    }
+
+    /**
+     * This pod's lilbee: the instance its supervisor reports, proven or not on the file at the path, and holding (from
+     * its start, by its supervisor) the gate lock this warden holds, or not.
+     *
+     * @param proven the instance and file proven in an earlier round
+     */
+    static Lilbee lilbee(Optional<Proven> proven, Observation seen, Moment now) {
+        Optional<Observation.Lilbee> running = seen.supervisor().lilbee();
+        if (running.isEmpty()) {
+            return Lilbee.NONE;
+        }
+        Observation.Lilbee look = running.get();
+        if (seen.gate() instanceof Observation.Gate.Held held && !look.holds().contains(held.file())) {
+            return new Lilbee(LilbeeState.UNDER_ANOTHER_GATE, look.pid());
+        }
+        Optional<FileId> atPath = seen.server().atPath();
+        if (atPath.isPresent() && look.holds().contains(atPath.get())) {
+            return new Lilbee(LilbeeState.SERVING, look.pid());
+        }
+        boolean sameInstance = proven.filter(p -> p.pid() == look.pid() && p.startTicks() == look.startTicks()).isPresent();
+        if (sameInstance && look.holds().contains(proven.get().file())) {
+            return new Lilbee(LilbeeState.ON_REPLACED_FILE, look.pid());
+        }
+        if (now.since(look.launched()).compareTo(GateTimings.LILBEE_START_BOUND) < 0 && !sameInstance) {
+            return new Lilbee(LilbeeState.STARTING, look.pid());
+        }
+        return new Lilbee(LilbeeState.UNPROVEN, look.pid());
+    }
+
+    /**
+     * What this pod's supervisor is told while this warden is elected. A running lilbee that serves (or is starting)
+     * goes on until the permit's end; one that serves a file no longer at the path, or holds none long after its
+     * start, is stopped (its supervisor starts another when told it may). None starts before the settle, nor while
+     * another process holds server.lock (it would wait for it, and exit 3).
+     */
+    Word word(Observation seen, Lilbee lilbee, Optional<Moment> settleUntil, Moment electedAt, Moment now) {
+        Moment until = permitEnd(seen, now);
+        return switch (lilbee.state()) {
+            case SERVING, STARTING -> new Word.Go(until);
+            case ON_REPLACED_FILE -> new Word.Stop("this pod's lilbee (pid " + lilbee.pid() + ") holds a server.lock that is no"
+                    + " longer the file at the path (a reset, or a writer of the data dir): stopped, to start again on it");
+            case UNPROVEN -> new Word.Stop("this pod's lilbee (pid " + lilbee.pid() + ") has run for longer than a start takes"
+                    + " and holds no lock on the server.lock at the path: stopped, to start again on it");
+            case UNDER_ANOTHER_GATE -> new Word.Stop("this pod's lilbee (pid " + lilbee.pid() + ") holds the lock of a gate"
+                    + " file since replaced, not this warden's: stopped, to start again under the gate this warden holds");
+            case NONE -> {
+                if (settleUntil.isPresent() && now.isBefore(settleUntil.get())) {
+                    yield new Word.Stop("settling: lilbee may start " + settleUntil.get().since(electedAt).toMillis() + " ms"
+                            + " after this warden was elected, as the gate file is new to it and a pod whose gate file was"
+                            + " replaced may still run a lilbee on the old one");
+                }
+                if (seen.server().failure().isPresent()) {
+                    yield new Word.Stop(seen.server().failure().get());
+                }
+                Optional<LockProbe> probe = seen.server().probe();
+                if (probe.isEmpty()) {
+                    yield new Word.Stop("looking at server.lock before lilbee may start");
+                }
+                if (probe.get() == LockProbe.HELD) {
+                    yield new Word.Stop("server.lock is held by a process that is not this pod's lilbee (a stray server,"
+                            + " or another pod's on a replaced gate file): lilbee would wait for it and exit 3");
+                }
+                yield new Word.Start(until);
+            }
+        };
+    }
+
+    /** The end of a permit given now: {@link GateTimings#permit()} from now, and never past the end of the lead. */
+    Moment permitEnd(Observation seen, Moment now) {
+        Moment end = now.plus(timings.permit());
+        Optional<Moment> lead = seen.lease().flatMap(Observation.Lease::leadingUntil);
+        return lead.map(l -> Moment.earliest(l, end)).orElse(end);
+    }
+
+    /**
+     * The elected pod has not served for {@link GateTimings#handoverAfter()} and no lilbee of it runs (its container
+     * is down, in the kubelet's back-off, or lilbee keeps failing): the gate goes to a standby, whose lilbee may serve.
+     */
+    private Step handOver(Watch watch, Observation seen, Duration unserved, Moment permitsEnd) {
+        Word stop = new Word.Stop("handing the gate over: this pod has not served for " + unserved.toMillis() + " ms");
+        List<GateAction> actions = new ArrayList<>(List.of(new GateAction.Say(stop), new GateAction.ReleaseGate()));
+        if (seen.lease().isPresent()) {
+            actions.add(new GateAction.StepAside());
+        }
+        actions.add(new GateAction.Contend());
+        return new Step(new Standby(watch, seen.now(), permitsEnd), actions, "this pod has not served for "
+                + unserved.toMillis() + " ms while elected and runs no lilbee: letting the gate go to a standby", Lilbee.NONE,
+                stop);
+    }
+
+    private static String reason(boolean justElected, Word word, Lilbee lilbee, Observation seen) {
+        String prefix = justElected ? "elected: " : "";
+        return prefix + switch (word) {
+            case Word.Go go when lilbee.state() == LilbeeState.SERVING -> "this pod's lilbee (pid " + lilbee.pid()
+                    + ") holds server.lock: serving";
+            case Word.Go go -> "this pod's lilbee (pid " + lilbee.pid() + ") is starting";
+            case Word.Start start -> (seen.supervisor().connected() ? "" : "no lilbee supervisor connected yet; ")
+                    + "lilbee may start: server.lock is free";
+            case Word.Stop stop -> stop.reason();
+            case Word.Silent silent -> "saying nothing yet";
+        };
+    }
+
+    private static Moment since(GatePhase phase, Moment now) {
+        return phase instanceof Standby standby ? standby.since() : now;
+    }
+}

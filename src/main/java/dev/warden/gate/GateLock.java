@@ -1,0 +1,127 @@
+package dev.warden.gate;
+
+import dev.warden.lock.FileLocker;
+import dev.warden.lock.HeldLock;
+import dev.warden.lock.LockException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.jboss.logging.Logger;
+
+/**
+ * The gate lock as this warden holds it, or waits for it in the kernel: the I/O behind {@link GateAction.Contend} and
+ * {@link GateAction.ReleaseGate}, and what {@link Observation.Gate} reports. Confined to the gate keeper's thread.
+ */
+final class GateLock implements AutoCloseable {
+
+    private static final Logger LOG = Logger.getLogger(GateLock.class);
+
+    private final FileLocker locker;
+    private final Path path;
+    private final Duration errorRetry;
+    private HeldLock held;
+    private CompletableFuture<HeldLock> waiting;
+    /** Why the lock cannot be taken, and when to try again. */
+    private String unlockable;
+    private Moment retryAt;
+
+    GateLock(FileLocker locker, Path path, Duration errorRetry) {
+        this.locker = locker;
+        this.path = path;
+        this.errorRetry = errorRetry;
+    }
+
+    /** What is held, as one look: the file and whether it is still at the path. */
+    Observation.Gate look() {
+        if (held == null && waiting != null && waiting.isDone()) {
+            CompletableFuture<HeldLock> done = waiting;
+            waiting = null;
+            try {
+                held = done.join();
+            } catch (CompletionException e) {
+                fail(e.getCause() instanceof LockException locked ? locked.getMessage() : String.valueOf(e.getCause()), null);
+            }
+        }
+        if (held != null) {
+            return new Observation.Gate.Held(held.fileId(), held.stillAtPath());
+        }
+        return unlockable != null ? new Observation.Gate.Unlockable(unlockable) : new Observation.Gate.NotHeld();
+    }
+
+    /** Takes the lock if it is free, else waits for it in the kernel; after a failure, only once the retry is due. */
+    void contend(Moment now) {
+        if (held != null || waiting != null || retryAt != null && now.isBefore(retryAt)) {
+            return;
+        }
+        try {
+            Optional<HeldLock> won = locker.tryLockCreatingDirs(path);
+            unlockable = null;
+            retryAt = null;
+            if (won.isPresent()) {
+                held = won.get();
+            } else {
+                waiting = locker.lockInBackground(path);
+            }
+        } catch (LockException e) {
+            fail(e.getMessage(), now);
+        }
+    }
+
+    private void fail(String why, Moment now) {
+        if (!why.equals(unlockable)) {
+            LOG.error(why);
+        }
+        unlockable = why;
+        retryAt = now == null ? null : now.plus(errorRetry);
+    }
+
+    /**
+     * Takes over a gate lock this pod's lilbee holds (its supervisor gave it back to a restarted warden), when this
+     * warden holds none: it is the gate file at the path and the lock is that open file's. Else it is closed.
+     */
+    void adopt(int fd) {
+        if (held != null) {
+            // Another descriptor of the lock held (a supervisor giving back what it was given), or of another file.
+            locker.adopt(fd, path).ifPresent(HeldLock::close);
+            return;
+        }
+        locker.adopt(fd, path).ifPresent(adopted -> {
+            held = adopted;
+            if (waiting != null) {
+                waiting.cancel(false);
+                waiting = null;
+            }
+            LOG.infof("Holding %s again: this pod's lilbee held it (its supervisor gave it back)", path);
+        });
+    }
+
+    /** This warden's descriptor of the lock, closed: a lilbee given the same open file keeps the gate locked. */
+    void release() {
+        if (held != null) {
+            held.close();
+            held = null;
+        }
+    }
+
+    /** The descriptor to pass with a permit to start, while held. */
+    OptionalInt descriptor() {
+        return held == null ? OptionalInt.empty() : OptionalInt.of(held.descriptorToPass());
+    }
+
+    /** The wait in the kernel in progress, whose end starts the next round at once. */
+    CompletableFuture<?> pending() {
+        return held == null ? waiting : null;
+    }
+
+    @Override
+    public void close() {
+        if (waiting != null) {
+            waiting.cancel(false);
+            waiting = null;
+        }
+        release();
+    }
+}

@@ -1,0 +1,63 @@
+package dev.warden.gate;
+
+import dev.warden.gate.GateAction.Word;
+import dev.warden.lock.FileId;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * What a warden's gate reaches the world through, one primitive at a time: the gate lock, the Lease, the two lock
+ * files, lilbee's supervisor on the switch socket, and the proof of lilbee in the process table. {@link GateRound} is
+ * the same for every world; the gate keeper's is the machine's, the simulation's is a seeded model of the pod, the
+ * kernel and the kubelet.
+ */
+public interface GateWorld {
+
+    Moment now();
+
+    /** Takes in what this pod's supervisor sent since the last round; a gate lock it gave back is adopted if none is held. */
+    void hearSupervisor();
+
+    /** What this warden holds of the gate lock. */
+    Observation.Gate gate();
+
+    /** The Lease as last seen, in lease mode. */
+    Optional<Observation.Lease> lease();
+
+    /** The gate file at its path, a link not followed. */
+    Optional<FileId> gateAtPath();
+
+    /** server.lock at its path, a link not followed. */
+    Optional<FileId> serverAtPath();
+
+    /** One take-and-let-go of server.lock (never creating it). */
+    Observation.Server probeServer(Optional<FileId> atPath);
+
+    /** Whether a supervisor is connected and believed. */
+    boolean supervisorConnected();
+
+    /** The end of the permit the supervisor last reported holding, if it holds one. */
+    Optional<Moment> supervisorPermit();
+
+    /** The lilbee the supervisor last reported running, if that process is alive and the instance it named. */
+    Optional<Reported> reportedLilbee();
+
+    /** Which of {@code wanted} that lilbee holds an exclusive flock on through a descriptor of its own. */
+    Set<FileId> holds(Reported lilbee, Set<FileId> wanted);
+
+    /** Take the gate lock if it is free, else wait for it in the kernel. */
+    void contend();
+
+    /** Close this warden's descriptor of the gate lock. */
+    void releaseGate();
+
+    /** Lease mode: let the Lease go for a while. */
+    void stepAside();
+
+    /** Tell the supervisor. */
+    void say(Word word);
+
+    /** A lilbee as its supervisor named it. */
+    record Reported(long pid, long startTicks, Moment launched) {
+    }
+}

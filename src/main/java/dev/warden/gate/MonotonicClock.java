@@ -1,0 +1,10 @@
+package dev.warden.gate;
+
+/** The monotonic clock the gate runs on: {@link #SYSTEM} in warden, simulated time in the simulation and the tests. */
+@FunctionalInterface
+public interface MonotonicClock {
+
+    MonotonicClock SYSTEM = () -> new Moment(System.nanoTime());
+
+    Moment now();
+}

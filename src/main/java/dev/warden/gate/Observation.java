@@ -1,0 +1,88 @@
+package dev.warden.gate;
+
+import dev.warden.lock.FileId;
+import dev.warden.lock.LockProbe;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * One round's look at the world, taken before the gate decides ({@link GateDecision}) and never changed after: what
+ * this warden holds of the gate, the Lease as last seen, the gate file and {@code server.lock} at their paths, and
+ * what this pod's lilbee supervisor reports, checked against the process table.
+ *
+ * @param gateAtPath the gate file at its path now (device and inode), empty when there is none
+ */
+public record Observation(Moment now, Gate gate, Optional<Lease> lease, Optional<FileId> gateAtPath, Server server,
+        Supervisor supervisor) {
+
+    /** What this warden holds of the gate lock. */
+    public sealed interface Gate {
+
+        /** This warden holds a lock on {@code file}, and whether that file is still the one at the path. */
+        record Held(FileId file, boolean atPath) implements Gate {
+        }
+
+        /** It holds none: another warden does, or it has not been tried yet. */
+        record NotHeld() implements Gate {
+        }
+
+        /**
+         * It cannot be taken at all ({@code why} names the path and the fix): tried again in file mode; in lease mode
+         * (a volume that cannot lock) the Lease alone elects.
+         */
+        record Unlockable(String why) implements Gate {
+        }
+    }
+
+    /**
+     * The Lease election, in lease mode.
+     *
+     * @param decided whether its first read has been answered: a warden restarted beside its serving lilbee does not
+     *     know yet whether it still leads
+     * @param leadingUntil while this warden leads: the moment its lead ends unless renewed (its last renewal the API
+     *     server took, plus the renew deadline)
+     */
+    public record Lease(String name, boolean decided, Optional<Moment> leadingUntil) {
+
+        public boolean leading(Moment now) {
+            return leadingUntil.filter(now::isBefore).isPresent();
+        }
+    }
+
+    /**
+     * {@code server.lock}: the file at the path (empty when there is none), and, while this pod is elected and its
+     * lilbee holds no lock on that file, one take-and-let-go of it (empty when not looked at).
+     */
+    public record Server(Optional<FileId> atPath, Optional<LockProbe> probe, Optional<String> failure) {
+
+        public static Server unlooked(Optional<FileId> atPath) {
+            return new Server(atPath, Optional.empty(), Optional.empty());
+        }
+    }
+
+    /**
+     * This pod's lilbee supervisor, as its last report says, over the switch socket.
+     *
+     * @param connected whether a supervisor is connected and believed now
+     * @param lilbee the lilbee it runs, when that process is alive and is the instance it named
+     * @param permit the end of the permit it holds, when it holds one (given by this warden or by its previous run)
+     */
+    public record Supervisor(boolean connected, Optional<Lilbee> lilbee, Optional<Moment> permit) {
+
+        public Supervisor(boolean connected, Optional<Lilbee> lilbee) {
+            this(connected, lilbee, Optional.empty());
+        }
+
+        public static Supervisor absent() {
+            return new Supervisor(false, Optional.empty());
+        }
+    }
+
+    /**
+     * The lilbee this pod's supervisor runs: pid and start time (which name the instance), when the supervisor started
+     * it, and which of the files asked about it holds an exclusive flock on through a descriptor of its own (its
+     * {@code /proc/<pid>/fdinfo}).
+     */
+    public record Lilbee(long pid, long startTicks, Moment launched, Set<FileId> holds) {
+    }
+}

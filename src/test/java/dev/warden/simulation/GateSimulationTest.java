@@ -1,0 +1,45 @@
+package dev.warden.simulation;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import dev.warden.gate.GateDecision;
+import java.util.Locale;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Gate mode, simulated: seed after seed (Sim draws each run from its seed: the election, the pods, the chaos), at
+ * least {@code warden.sim.steps} steps in all (10,000,000: about 230 runs, seconds), every step checked for two lilbees on a server.lock and
+ * every run's end for exactly one pod serving. A violation names its seed and the events that led to it;
+ * {@code -Dwarden.sim.seed=N} replays that one seed and prints its whole trace.
+ */
+class GateSimulationTest {
+
+    static final long STEPS = Long.getLong("warden.sim.steps", 10_000_000);
+
+    @Test
+    void neverTwoLilbeesAndAlwaysOneServingAfterTheFaults() {
+        Long replay = Long.getLong("warden.sim.seed");
+        if (replay != null) {
+            Sim.Outcome outcome = Sim.run(replay, Long.MAX_VALUE, Integer.MAX_VALUE, Sim.none(), GateDecision::new);
+            System.out.println(String.join("\n", outcome.trace()));
+            outcome.violation().ifPresentOrElse(v -> fail(v.report()),
+                    () -> System.out.println("seed " + replay + ": " + outcome.steps() + " steps, no violation"));
+            return;
+        }
+        long began = System.nanoTime();
+        long steps = 0;
+        long seed = Long.getLong("warden.sim.first-seed", 1);
+        int runs = 0;
+        while (steps < STEPS) {
+            Sim.Outcome outcome = Sim.run(seed, Long.MAX_VALUE, 300, Sim.none(), GateDecision::new);
+            steps += outcome.steps();
+            runs++;
+            if (outcome.violation().isPresent()) {
+                fail(outcome.violation().get().report());
+            }
+            seed++;
+        }
+        System.out.printf(Locale.ROOT, "SIMULATION %d runs (seeds %d to %d), %,d steps, no violation, %.1f s%n", runs,
+                seed - runs, seed - 1, steps, (System.nanoTime() - began) / 1e9);
+    }
+}

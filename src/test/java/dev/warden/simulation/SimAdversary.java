@@ -1,0 +1,111 @@
+package dev.warden.simulation;
+
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The faults that split a data dir before, as families the simulation plays with random timing, on top of each pod's
+ * hostile neighbour's random faults (FoundationDB's "buggify": weight the dice towards the dangerous). Each is what a
+ * neighbour in the serving pod and one in a standby pod can do together:
+ * <ul>
+ *   <li>a reset under the serving pod, its warden then killed or stopped, a standby's warden restarted (fresh), and
+ *       decoys in the standby on the deleted server.lock or the new one (issue 21; this issue's second);
+ *   <li>server.lock renamed while the serving warden is stopped for a moment, then that warden killed (this issue's
+ *       first);
+ *   <li>in lease mode, an API server outage right after a renewal, the leader stopped near the end of its lead
+ *       (issue 21's third);
+ *   <li>the serving pod's warden killed while a neighbour binds its ports (this issue's third).
+ * </ul>
+ */
+final class SimAdversary {
+
+    private final Sim sim;
+
+    SimAdversary(Sim sim) {
+        this.sim = sim;
+    }
+
+    void next() {
+        sim.at(sim.between(6 * Sim.SECOND, 24 * Sim.SECOND), null, "the adversary", this::act);
+    }
+
+    private void act() {
+        if (!sim.chaos) {
+            return;
+        }
+        Optional<SimPod> serving = sim.pods.stream().filter(SimPod::serving).findFirst();
+        List<SimPod> others = sim.pods.stream().filter(p -> serving.map(s -> s != p).orElse(true)).toList();
+        if (serving.isPresent()) {
+            SimPod pod = serving.get();
+            int pick = sim.random.nextInt(sim.api.isPresent() ? 6 : 3);
+            switch (pick) {
+                case 0 -> resetUnder(pod, others);
+                case 1 -> renameUnderAStoppedWarden(pod);
+                case 2 -> squatWhileWardenIsDown(pod);
+                default -> outageThenStopTheLeader(pod);
+            }
+        }
+        next();
+    }
+
+    private void resetUnder(SimPod pod, List<SimPod> others) {
+        sim.log(null, "adversary: a reset under " + pod.name + ", its warden gone or stopped before it looks, a standby's"
+                + " restarted");
+        Kernel.Proc warden = pod.warden.proc;
+        if (sim.chance(0.6)) {
+            sim.die(warden, "SIGKILL by the adversary");
+        } else {
+            pod.hostile.stopForAWhile(warden, sim.between(Sim.SECOND, 12 * Sim.SECOND), true);
+        }
+        for (String file : sim.kernel.names()) {
+            sim.kernel.unlink(file);
+        }
+        for (SimPod other : others) {
+            if (sim.chance(0.7) && other.warden != null) {
+                Kernel.Proc standby = other.warden.proc;
+                sim.at(sim.between(0, 500 * Sim.MS), null, "a standby restarted", () -> sim.die(standby, "SIGKILL by the adversary"));
+            }
+            if (sim.chance(0.5)) {
+                other.hostile.decoy(Sim.SERVER, true, sim.between(100 * Sim.MS, 20 * Sim.SECOND));
+            }
+            if (sim.chance(0.3)) {
+                sim.at(sim.between(0, Sim.SECOND), null, "a decoy on the new file",
+                        () -> other.hostile.decoy(Sim.SERVER, false, sim.between(100 * Sim.MS, 3 * Sim.SECOND)));
+            }
+        }
+    }
+
+    private void renameUnderAStoppedWarden(SimPod pod) {
+        sim.log(null, "adversary: server.lock renamed while " + pod.name + "'s warden is stopped, then it is killed");
+        Kernel.Proc warden = pod.warden.proc;
+        sim.stop(warden);
+        sim.at(sim.between(0, Sim.SECOND), null, "rename", () -> sim.kernel.rename(Sim.SERVER, Sim.SERVER + ".old-" + sim.now()));
+        sim.at(sim.between(Sim.SECOND, 3 * Sim.SECOND), null, "then killed", () -> sim.die(warden, "SIGKILL after its stop"));
+    }
+
+    private void squatWhileWardenIsDown(SimPod pod) {
+        sim.log(null, "adversary: " + pod.name + "'s warden killed while a neighbour binds its ports");
+        pod.hostile.squatting = true;
+        sim.die(pod.warden.proc, "SIGKILL by the adversary");
+        sim.at(sim.between(2 * Sim.SECOND, 15 * Sim.SECOND), null, "squat ends", () -> pod.hostile.squatting = false);
+    }
+
+    /**
+     * The outage starts late in a renewal's period (the other wardens have read the renewal: their wait for the Lease
+     * counts from it), lasts about as long as the Lease, and the leader is stopped shortly before its lead would end.
+     */
+    private void outageThenStopTheLeader(SimPod pod) {
+        SimApiServer api = sim.api.orElseThrow();
+        long period = 2 * Sim.SECOND;
+        long delay = Math.floorMod(api.writtenAt + sim.between(1500 * Sim.MS, 1900 * Sim.MS) - sim.now(), period);
+        sim.at(delay, null, "the outage", () -> {
+            long lead = api.writtenAt + 10 * Sim.SECOND - sim.now();
+            sim.log(null, "adversary: the API server out late in a renewal's period, then " + pod.name + "'s warden stopped"
+                    + " near its lead's end");
+            api.outage(sim.between(9 * Sim.SECOND, 14 * Sim.SECOND));
+            Kernel.Proc warden = pod.warden.proc;
+            sim.at(lead - sim.between(0, 500 * Sim.MS), null, "the leader stopped",
+                    () -> pod.hostile.stopForAWhile(warden, sim.between(8 * Sim.SECOND, 20 * Sim.SECOND), true));
+        });
+    }
+}

@@ -1,0 +1,345 @@
+package dev.warden.simulation;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * One pod of the Deployment: its warden (a native sidecar) and lilbee's container (the supervisor, and lilbee under
+ * it), a kubelet that runs them as the chart says (the startup probe holds lilbee's container back until warden is up;
+ * a container that dies is restarted with the kubelet's back-off; warden's liveness probe restarts a warden that stops
+ * answering, the supervisor's restarts a supervisor that stops turning, and a container stopped is SIGKILLed after its
+ * grace), and a hostile neighbour that does what any process of the pod can do.
+ */
+final class SimPod {
+
+    /** The kubelet's CrashLoopBackOff: immediate, then 10 s doubling to 5 minutes; forgotten after 10 quiet minutes. */
+    private static final long BACKOFF_FIRST = 10 * Sim.SECOND;
+    private static final long BACKOFF_MAX = 300 * Sim.SECOND;
+    private static final long BACKOFF_RESET = 600 * Sim.SECOND;
+
+    final Sim sim;
+    final String name;
+    final int node;
+    final Hostile hostile = new Hostile();
+    SimWarden warden;
+    SimSupervisor supervisor;
+    boolean deleted;
+    private boolean lilbeeContainerStarted;
+    private final Restarts wardenRestarts = new Restarts();
+    private final Restarts lilbeeRestarts = new Restarts();
+    private int wardenFailures;
+    private int supervisorFailures;
+
+    /** One container's restarts, for its back-off. */
+    private final class Restarts {
+        int count;
+        long startedAt;
+
+        long delay() {
+            if (sim.now() - startedAt >= BACKOFF_RESET) {
+                count = 0;
+            }
+            long delay = count == 0 ? 0 : Math.min(BACKOFF_FIRST << Math.min(count - 1, 10), BACKOFF_MAX);
+            count++;
+            return delay;
+        }
+    }
+
+    SimPod(Sim sim, String name, int node) {
+        this.sim = sim;
+        this.name = name;
+        this.node = node;
+    }
+
+    void start() {
+        sim.log(null, name + " created on node " + node);
+        startWarden();
+        startupProbe();
+        wardenLiveness();
+        supervisorLiveness();
+        hostile.next();
+    }
+
+    private void startWarden() {
+        if (deleted) {
+            return;
+        }
+        wardenRestarts.startedAt = sim.now();
+        warden = new SimWarden(sim, this);
+        warden.proc.onDeath.add(() -> {
+            if (!deleted) {
+                long delay = wardenRestarts.delay();
+                sim.log(null, name + ": the kubelet restarts warden in " + Sim.seconds(delay));
+                sim.at(delay, null, name + " restarts warden", this::startWarden);
+            }
+        });
+        warden.start();
+    }
+
+    /** The startup probe, once a second: lilbee's container starts only once warden is up, the first time. */
+    private void startupProbe() {
+        if (deleted || lilbeeContainerStarted) {
+            return;
+        }
+        if (warden.proc.alive && !warden.proc.stopped && warden.listening()) {
+            lilbeeContainerStarted = true;
+            startLilbeeContainer();
+            return;
+        }
+        sim.at(Sim.SECOND, null, name + " startup probe", this::startupProbe);
+    }
+
+    private void startLilbeeContainer() {
+        if (deleted) {
+            return;
+        }
+        lilbeeRestarts.startedAt = sim.now();
+        supervisor = new SimSupervisor(sim, this);
+        SimSupervisor started = supervisor;
+        supervisor.proc.onDeath.add(() -> {
+            // The container's main process is gone: the runtime kills what else the container runs, lilbee among it.
+            started.lilbee().ifPresent(lilbee -> sim.die(lilbee.proc, "killed with its container"));
+            if (!deleted) {
+                long delay = lilbeeRestarts.delay();
+                sim.log(null, name + ": the kubelet restarts lilbee's container in " + Sim.seconds(delay));
+                sim.at(delay, null, name + " restarts lilbee's container", this::startLilbeeContainer);
+            }
+        });
+        supervisor.start();
+    }
+
+    /** warden's liveness probe: every 10 s, 3 failures restart it (SIGTERM, SIGKILL after 5 s). */
+    private void wardenLiveness() {
+        if (deleted) {
+            return;
+        }
+        SimWarden probed = warden;
+        if (probed.proc.alive && probed.proc.stopped) {
+            if (++wardenFailures >= 3) {
+                wardenFailures = 0;
+                sim.log(probed.proc, "fails its liveness probe three times: restarted");
+                probed.terminate();
+                sim.at(5 * Sim.SECOND, null, name + " warden's grace ends", () -> sim.die(probed.proc, "SIGKILL (grace over)"));
+            }
+        } else {
+            wardenFailures = 0;
+        }
+        sim.at(10 * Sim.SECOND, null, name + " warden liveness", this::wardenLiveness);
+    }
+
+    /** The supervisor's liveness probe: every second, 1 s to answer, 2 failures restart lilbee's container (grace 1 s). */
+    private void supervisorLiveness() {
+        if (deleted) {
+            return;
+        }
+        SimSupervisor probed = supervisor;
+        if (probed != null && probed.proc.alive && probed.proc.stopped) {
+            if (++supervisorFailures >= 2) {
+                supervisorFailures = 0;
+                sim.log(probed.proc, "fails its liveness probe twice: lilbee's container is restarted");
+                probed.terminate();
+                sim.at(Sim.SECOND + Sim.SECOND, null, name + " lilbee container's grace ends",
+                        () -> sim.die(probed.proc, "SIGKILL (grace over)"));
+            }
+        } else {
+            supervisorFailures = 0;
+        }
+        sim.at(Sim.SECOND, null, name + " supervisor liveness", this::supervisorLiveness);
+    }
+
+    /** Force-deleted, its node lost: every process dies at once; the Deployment makes another pod. */
+    void delete() {
+        deleted = true;
+        sim.log(null, name + " deleted: every process of it dies");
+        for (var proc : processes()) {
+            sim.die(proc, "killed with its pod");
+        }
+        hostile.undo();
+        sim.pods.remove(this);
+        sim.at(sim.between(Sim.SECOND, 5 * Sim.SECOND), null, "the Deployment replaces " + name, () -> sim.newPod(node));
+    }
+
+    List<dev.warden.simulation.Kernel.Proc> processes() {
+        List<Kernel.Proc> procs = new ArrayList<>();
+        if (warden != null && warden.proc.alive) {
+            procs.add(warden.proc);
+        }
+        if (supervisor != null && supervisor.proc.alive) {
+            procs.add(supervisor.proc);
+            supervisor.lilbee().filter(l -> l.proc.alive).ifPresent(l -> procs.add(l.proc));
+        }
+        procs.addAll(hostile.decoys.stream().filter(p -> p.alive).toList());
+        return procs;
+    }
+
+    /** Serving: its warden says so, and its lilbee holds the server.lock at the path. */
+    boolean serving() {
+        Optional<SimLilbee> lilbee = supervisor == null ? Optional.empty() : supervisor.lilbee();
+        return warden != null && warden.proc.alive && warden.serving() && lilbee.isPresent() && lilbee.get().holdsTheFileAtThePath();
+    }
+
+    String describe() {
+        return name + (deleted ? " (deleted)" : "") + ": warden " + (warden == null ? "none" : warden.describe())
+                + ", lilbee " + (supervisor == null ? "container not started" : supervisor.describe());
+    }
+
+    /** What any process of the pod may do: signal any process of the pod, rename or delete any lock file, lock anything. */
+    final class Hostile {
+        final List<Kernel.Proc> decoys = new ArrayList<>();
+        final List<Kernel.Proc> stopped = new ArrayList<>();
+        boolean squatting;
+        private int renamed;
+
+        void next() {
+            if (sim.config.meanFaultNanos() == 0) {
+                return;
+            }
+            long wait = (long) (-Math.log(1 - sim.random.nextDouble()) * sim.config.meanFaultNanos() * sim.config.pods());
+            sim.at(wait, null, name + " hostile", this::act);
+        }
+
+        private void act() {
+            if (!sim.chaos || deleted) {
+                return;
+            }
+            int pick = sim.random.nextInt(100);
+            List<Kernel.Proc> procs = processes();
+            Kernel.Proc target = procs.isEmpty() ? null : procs.get(sim.random.nextInt(procs.size()));
+            Optional<Kernel.Proc> ownWarden = Optional.ofNullable(warden).map(w -> w.proc).filter(p -> p.alive);
+            Optional<Kernel.Proc> ownSupervisor = Optional.ofNullable(supervisor).map(s -> s.proc).filter(p -> p.alive);
+            if (pick < 10 && target != null) {
+                sim.die(target, "SIGKILL by the neighbour");
+            } else if (pick < 20 && target != null) {
+                stopForAWhile(target, sim.between(100 * Sim.MS, 15 * Sim.SECOND), sim.chance(0.7));
+            } else if (pick < 24 && target != null) {
+                terminate(target);
+            } else if (pick < 30) {
+                rename(sim.chance(0.6) ? Sim.SERVER : Sim.GATE);
+            } else if (pick < 34) {
+                renameBack();
+            } else if (pick < 38) {
+                unlink(sim.chance(0.5) ? Sim.SERVER : Sim.GATE);
+            } else if (pick < 44) {
+                reset();
+            } else if (pick < 52) {
+                // What split a data dir before: a reset under this pod, its warden then gone or stopped a moment later.
+                reset();
+                ownWarden.ifPresent(w -> sim.at(sim.between(0, 300 * Sim.MS), null, "the warden after the reset", () -> {
+                    if (sim.chance(0.5)) {
+                        sim.die(w, "SIGKILL by the neighbour, just after a reset");
+                    } else {
+                        stopForAWhile(w, sim.between(Sim.SECOND, 12 * Sim.SECOND), true);
+                    }
+                }));
+            } else if (pick < 58) {
+                // A fresh warden: killed, the kubelet restarts it.
+                ownWarden.ifPresent(w -> sim.die(w, "SIGKILL by the neighbour"));
+            } else if (pick < 63) {
+                // Its supervisor stalled first, then its warden gone: nothing in the pod stops lilbee but the kubelet.
+                ownSupervisor.ifPresent(p -> stopForAWhile(p, sim.between(Sim.SECOND, 8 * Sim.SECOND), true));
+                ownWarden.ifPresent(w -> sim.at(sim.between(0, 2 * Sim.SECOND), null, "then warden", () -> sim.die(w,
+                        "SIGKILL by the neighbour, its supervisor stopped")));
+            } else if (pick < 66) {
+                // server.lock renamed under a warden stopped for a moment.
+                ownWarden.ifPresent(w -> stopForAWhile(w, sim.between(200 * Sim.MS, 3 * Sim.SECOND), true));
+                rename(Sim.SERVER);
+            } else if (pick < 75) {
+                decoy(sim.chance(0.7) ? Sim.SERVER : Sim.GATE, sim.chance(0.4), sim.between(100 * Sim.MS, 20 * Sim.SECOND));
+            } else if (pick < 80) {
+                squatting = true;
+                sim.log(null, name + ": a neighbour binds the pod's ports while they are free");
+                sim.at(sim.between(Sim.SECOND, 20 * Sim.SECOND), null, "squat ends", () -> squatting = false);
+            } else if (pick < 83) {
+                sim.jumpWall(node, (sim.chance(0.5) ? 1 : -1) * sim.between(Sim.SECOND, 3600 * Sim.SECOND));
+            } else if (pick < 85) {
+                delete();
+                return;
+            } else if (pick < 93 && sim.api.isPresent()) {
+                sim.api.get().fault();
+                if (sim.chance(0.5)) {
+                    // An outage, then the leader stopped around its lead's end: only its permit's end stops its lilbee.
+                    ownWarden.ifPresent(w -> sim.at(sim.between(3 * Sim.SECOND, 9 * Sim.SECOND), null, "then warden",
+                            () -> stopForAWhile(w, sim.between(5 * Sim.SECOND, 20 * Sim.SECOND), true)));
+                }
+            }
+            next();
+        }
+
+        void stopForAWhile(Kernel.Proc target, long length, boolean thenContinue) {
+            sim.stop(target);
+            stopped.add(target);
+            if (thenContinue) {
+                sim.at(length, null, "SIGCONT", () -> sim.resume(target));
+            }
+        }
+
+        private void reset() {
+            sim.log(null, name + ": lilbee reset (the data dir emptied)");
+            for (String file : sim.kernel.names()) {
+                sim.kernel.unlink(file);
+            }
+        }
+
+        private void terminate(Kernel.Proc target) {
+            if (warden != null && target == warden.proc) {
+                warden.terminate();
+            } else if (supervisor != null && target == supervisor.proc) {
+                supervisor.terminate();
+            } else if (supervisor != null && supervisor.lilbee().map(l -> l.proc == target).orElse(false)) {
+                supervisor.lilbee().get().terminate();
+            } else {
+                sim.die(target, "SIGTERM");
+            }
+        }
+
+        private void rename(String file) {
+            String away = file + ".moved-" + ++renamed;
+            if (sim.kernel.rename(file, away)) {
+                sim.log(null, name + ": " + file + " renamed to " + away);
+            }
+        }
+
+        private void renameBack() {
+            List<String> moved = sim.kernel.names().stream().filter(n -> n.contains(".moved-")).sorted().toList();
+            if (!moved.isEmpty()) {
+                String from = moved.get(sim.random.nextInt(moved.size()));
+                String to = from.substring(0, from.indexOf(".moved-"));
+                sim.kernel.rename(from, to);
+                sim.log(null, name + ": " + from + " renamed back over " + to);
+            }
+        }
+
+        private void unlink(String file) {
+            if (sim.kernel.unlink(file)) {
+                sim.log(null, name + ": " + file + " deleted");
+            }
+        }
+
+        /** A process of the pod that takes an exclusive flock on the file (and deletes it, if {@code thenDelete}). */
+        void decoy(String file, boolean thenDelete, long holding) {
+            Kernel.Proc decoy = sim.kernel.spawn(node, name + "/decoy");
+            decoys.add(decoy);
+            sim.kernel.open(decoy, file, true).ifPresent(ofd -> {
+                boolean locked = sim.kernel.tryExclusive(ofd);
+                sim.log(decoy, (locked ? "holds " : "could not lock ") + file + (thenDelete && locked ? ", then deletes it" : ""));
+                if (locked && thenDelete) {
+                    sim.kernel.unlink(file);
+                }
+            });
+            sim.at(holding, decoy, "decoy ends", () -> sim.die(decoy, "lets go"));
+        }
+
+        void undo() {
+            for (Kernel.Proc proc : stopped) {
+                sim.resume(proc);
+            }
+            stopped.clear();
+            for (Kernel.Proc decoy : decoys) {
+                sim.die(decoy, "decoy gone");
+            }
+            decoys.clear();
+            squatting = false;
+        }
+    }
+}

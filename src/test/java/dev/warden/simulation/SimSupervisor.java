@@ -1,0 +1,210 @@
+package dev.warden.simulation;
+
+import dev.warden.gate.GateAction.Word;
+import dev.warden.gate.GateWorld;
+import dev.warden.gate.Moment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * lilbee's supervisor in the simulation: the supervisor's rules ({@link SupervisorRules}, held to the real one's table)
+ * in a model of its shell. It connects to its pod's warden when that listens (a peer of warden's UID on a socket only
+ * warden's and lilbee's containers mount: nobody else's words reach it), keeps a permit's gate lock and hands it to the
+ * lilbee it starts, gives it back to a warden that connects, reports its lilbee once a second and on every change,
+ * and does as its rules say. A stopped supervisor hears nothing and does nothing until it goes on.
+ */
+final class SimSupervisor {
+
+    private static final long TICK = 100 * Sim.MS;
+    private static final long REPORT = Sim.SECOND;
+    static final long VALIDITY = 5 * Sim.SECOND;
+    static final long GRACE = 2 * Sim.SECOND;
+
+    private record Message(Word word, Kernel.Ofd ofd) {
+    }
+
+    final Sim sim;
+    final SimPod pod;
+    final Kernel.Proc proc;
+    private final SupervisorRules rules = SupervisorRules.chart(VALIDITY, GRACE);
+    private SimWarden warden;
+    private Kernel.Ofd gate;
+    private SimLilbee lilbee;
+    private Integer exited;
+    private final List<Message> inbox = new ArrayList<>();
+    private String lastReport = "";
+    private long reportedAt;
+
+    SimSupervisor(Sim sim, SimPod pod) {
+        this.sim = sim;
+        this.pod = pod;
+        this.proc = sim.kernel.spawn(pod.node, pod.name + "/supervisor");
+        proc.onDeath.add(() -> {
+            for (Message message : inbox) {
+                if (message.ofd() != null) {
+                    sim.kernel.drop(message.ofd());
+                }
+            }
+            inbox.clear();
+            if (warden != null) {
+                warden.supervisor = null;
+            }
+        });
+    }
+
+    void start() {
+        sim.at(sim.between(50 * Sim.MS, 300 * Sim.MS), proc, "supervisor up", () -> {
+            if (pod.hostile.squatting) {
+                // Its health port is taken: it refuses to run (the kubelet restarts the container, after its back-off).
+                sim.die(proc, "exits 1: its health port is taken");
+                return;
+            }
+            sim.log(proc, "up, waiting for warden's word");
+            tick();
+        });
+    }
+
+    Optional<SimLilbee> lilbee() {
+        return Optional.ofNullable(lilbee).filter(l -> l.proc.alive);
+    }
+
+    String describe() {
+        return (proc.alive ? proc.stopped ? "supervisor stopped" : "supervisor up" : "supervisor dead") + ", "
+                + lilbee().map(SimLilbee::describe).orElse("no lilbee");
+    }
+
+    private void tick() {
+        connect();
+        drain();
+        if (exited != null) {
+            int code = exited;
+            exited = null;
+            lilbee = null;
+            apply("exited", code);
+        }
+        apply("tick", 0);
+        report();
+        if (proc.alive) {
+            sim.at(TICK, proc, "supervisor tick", this::tick);
+        }
+    }
+
+    private void connect() {
+        SimWarden listening = pod.warden;
+        if (warden == null && listening != null && listening.proc.alive && listening.listening()) {
+            warden = listening;
+            warden.supervisor = this;
+            lastReport = "";
+            sim.log(proc, "connected to " + warden.proc);
+            if (gate != null && !sim.mutated(Sim.Mutation.LILBEE_WITHOUT_THE_GATE_LOCK)) {
+                sim.kernel.send(gate);
+                Kernel.Ofd given = gate;
+                SimWarden to = warden;
+                sim.at(sim.between(0, 3 * Sim.MS), null, "gate given back", () -> to.offered(given));
+            }
+        } else if (warden == null && sim.mutated(Sim.Mutation.SUPERVISOR_BELIEVES_THE_PORT) && pod.hostile.squatting) {
+            // As the supervisor that polled warden's port did: a squatter's answer there says lilbee may start.
+            apply("start", sim.now() + VALIDITY);
+        }
+    }
+
+    void wardenGone(SimWarden gone) {
+        if (warden == gone) {
+            warden = null;
+        }
+    }
+
+    /** A word arrives on the socket: heard at once, or once a stopped supervisor goes on. */
+    void deliver(SimWarden from, Word word, Kernel.Ofd ofd) {
+        if (!proc.alive) {
+            if (ofd != null) {
+                sim.kernel.drop(ofd);
+            }
+            return;
+        }
+        inbox.add(new Message(word, ofd));
+        sim.at(0, proc, "hear", this::drain);
+    }
+
+    private void drain() {
+        List<Message> messages = List.copyOf(inbox);
+        inbox.clear();
+        for (Message message : messages) {
+            hear(message.word(), message.ofd());
+        }
+    }
+
+    private void hear(Word word, Kernel.Ofd ofd) {
+        if (ofd != null) {
+            sim.kernel.receive(proc, ofd);
+        }
+        switch (word) {
+            case Word.Start start -> {
+                if (ofd != null && rules.acceptsGate() && !sim.mutated(Sim.Mutation.LILBEE_WITHOUT_THE_GATE_LOCK)) {
+                    if (gate != null) {
+                        proc.close(gate);
+                    }
+                    gate = ofd;
+                } else if (ofd != null) {
+                    proc.close(ofd);
+                }
+                apply("start", start.until().nanos());
+            }
+            case Word.Go go -> apply("go", go.until().nanos());
+            case Word.Stop stop -> apply("stop", 0);
+            case Word.Silent silent -> {
+            }
+        }
+    }
+
+    private void apply(String event, long arg) {
+        for (SupervisorRules.Action action : rules.step(sim.now(), event, arg)) {
+            switch (action.kind()) {
+                case "start" -> startLilbee();
+                case "term" -> lilbee().ifPresent(SimLilbee::terminate);
+                case "kill" -> lilbee().ifPresent(l -> sim.die(l.proc, "SIGKILL (grace over)"));
+                case "signal" -> lilbee().ifPresent(SimLilbee::terminate);
+                case "release" -> {
+                    if (gate != null) {
+                        proc.close(gate);
+                        gate = null;
+                    }
+                }
+                case "exit" -> sim.die(proc, "exits " + action.arg());
+                default -> throw new IllegalStateException(action.toString());
+            }
+        }
+    }
+
+    private void startLilbee() {
+        lilbee = new SimLilbee(sim, this, gate);
+        sim.log(proc, "starts " + lilbee.proc + (gate == null ? "" : " with the gate lock"));
+    }
+
+    void lilbeeExited(SimLilbee gone, int code) {
+        if (gone == lilbee) {
+            exited = code;
+        }
+    }
+
+    /** SIGTERM: passed on to lilbee (the rules say so), once the supervisor runs. */
+    void terminate() {
+        sim.at(0, proc, "SIGTERM", () -> apply("signal", 15));
+    }
+
+    private void report() {
+        Optional<GateWorld.Reported> running = lilbee().map(l -> new GateWorld.Reported(l.proc.pid, l.proc.startTicks,
+                new Moment(l.launched)));
+        Optional<Moment> permit = rules.lilbee == SupervisorRules.Lilbee.RUNNING || rules.hasGate
+                ? Optional.of(new Moment(rules.permitUntil)) : Optional.empty();
+        String line = running.map(GateWorld.Reported::toString).orElse("none") + " " + permit;
+        if (warden == null || line.equals(lastReport) && sim.now() - reportedAt < REPORT) {
+            return;
+        }
+        lastReport = line;
+        reportedAt = sim.now();
+        SimWarden to = warden;
+        sim.at(sim.between(0, 3 * Sim.MS), null, "report", () -> to.report(running, permit));
+    }
+}

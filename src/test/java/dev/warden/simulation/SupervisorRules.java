@@ -1,0 +1,136 @@
+package dev.warden.simulation;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The lilbee supervisor's rules (helm/warden/files/lilbee-supervisor.py, its class Rules), as the simulation runs them:
+ * held to the same table of cases (src/test/python/supervisor_cases.json) as the supervisor itself, by
+ * SupervisorRulesTest here and test_lilbee_supervisor.py there. Times in nanoseconds on the monotonic clock.
+ */
+final class SupervisorRules {
+
+    enum Lilbee {
+        NONE, RUNNING, STOPPING
+    }
+
+    /** What the supervisor does: start, term, kill, signal (with its number), release (the gate lock), exit (with a code). */
+    record Action(String kind, int arg) {
+        static Action of(String kind) {
+            return new Action(kind, 0);
+        }
+
+        @Override
+        public String toString() {
+            return kind.equals("signal") || kind.equals("exit") ? kind + ":" + arg : kind;
+        }
+    }
+
+    private final long validity;
+    final long grace;
+    private final long firstPause;
+    private final long maxPause;
+    private final long calm;
+    Lilbee lilbee = Lilbee.NONE;
+    long permitUntil;
+    boolean hasGate;
+    private long startedAt;
+    private long stoppingSince;
+    private boolean killed;
+    private long nextStart;
+    private long pause;
+    Integer terminating;
+
+    SupervisorRules(long validity, long grace, long firstPause, long maxPause, long calm) {
+        this.validity = validity;
+        this.grace = grace;
+        this.firstPause = firstPause;
+        this.maxPause = maxPause;
+        this.calm = calm;
+        this.pause = firstPause;
+    }
+
+    /** The chart's supervisor: the permit's longest and grace as given, the pause 1 s doubling to 30 s, calm after a minute. */
+    static SupervisorRules chart(long validity, long grace) {
+        return new SupervisorRules(validity, grace, 1_000_000_000L, 30_000_000_000L, 60_000_000_000L);
+    }
+
+    boolean acceptsGate() {
+        return lilbee == Lilbee.NONE && terminating == null;
+    }
+
+    List<Action> step(long now, String event, long arg) {
+        List<Action> actions = new ArrayList<>();
+        switch (event) {
+            case "start" -> {
+                if (acceptsGate()) {
+                    hasGate = true;
+                    permitUntil = Math.min(arg, now + validity);
+                } else if (lilbee == Lilbee.RUNNING) {
+                    permitUntil = Math.min(arg, now + validity);
+                }
+            }
+            case "go" -> {
+                if (lilbee == Lilbee.RUNNING) {
+                    permitUntil = Math.min(arg, now + validity);
+                }
+            }
+            case "stop" -> permitUntil = 0;
+            case "exited" -> {
+                lilbee = Lilbee.NONE;
+                permitUntil = 0;
+                if (hasGate) {
+                    hasGate = false;
+                    actions.add(Action.of("release"));
+                }
+                if (now - startedAt >= calm) {
+                    pause = firstPause;
+                }
+                nextStart = now + pause;
+                pause = Math.min(pause * 2, maxPause);
+                if (terminating != null) {
+                    actions.add(new Action("exit", (int) arg));
+                    return actions;
+                }
+            }
+            case "signal" -> {
+                terminating = (int) arg;
+                if (lilbee == Lilbee.NONE) {
+                    if (hasGate) {
+                        hasGate = false;
+                        actions.add(Action.of("release"));
+                    }
+                    actions.add(new Action("exit", 0));
+                    return actions;
+                }
+                actions.add(new Action("signal", (int) arg));
+            }
+            case "tick" -> {
+            }
+            default -> throw new IllegalArgumentException("unknown event " + event);
+        }
+        timers(now, actions);
+        return actions;
+    }
+
+    private void timers(long now, List<Action> actions) {
+        if (lilbee == Lilbee.RUNNING && now >= permitUntil) {
+            lilbee = Lilbee.STOPPING;
+            stoppingSince = now;
+            killed = false;
+            actions.add(Action.of("term"));
+        } else if (lilbee == Lilbee.STOPPING && !killed && now >= stoppingSince + grace) {
+            killed = true;
+            actions.add(Action.of("kill"));
+        } else if (lilbee == Lilbee.NONE && hasGate) {
+            if (now >= permitUntil) {
+                hasGate = false;
+                actions.add(Action.of("release"));
+            } else if (now >= nextStart && terminating == null) {
+                lilbee = Lilbee.RUNNING;
+                startedAt = now;
+                actions.add(Action.of("start"));
+            }
+        }
+    }
+}
