@@ -30,69 +30,46 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- and (eq .Values.mode "gate") (eq .Values.gate.election "lease") }}
 {{- end }}
 
-{{/*
-lilbee's command in gate mode: python3 -c <this> lilbee <args>. It runs lilbee only while warden's startup check
-says this pod's lilbee may run (a warden that is stalled or gone says nothing), and when lilbee dies it waits for
-that again and starts it again itself, so a crash costs no kubelet back-off: once warden hands the gate over
-(warden.gate.handover-after), the pod it goes to starts its lilbee at once, however often that lilbee crashed
-before. A quick exit waits longer each time (1 s doubling to 30 s; back to 1 s after a minute's run). SIGTERM and
-SIGINT are passed to lilbee, whose exit code this exits with.
-*/}}
-{{- define "warden.waitForTheGate" -}}
-import signal, subprocess, sys, time, urllib.request
-url = "http://127.0.0.1:{{ .Values.warden.managementPort }}/q/health/started"
-lilbee = None
-stopping = None
-def stop(signum, frame):
-    global stopping
-    stopping = signum
-    if lilbee is not None:
-        lilbee.send_signal(signum)
-signal.signal(signal.SIGTERM, stop)
-signal.signal(signal.SIGINT, stop)
-def started():
-    try:
-        with urllib.request.urlopen(url, timeout=1) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
-pause = 1
-while stopping is None:
-    if not started():
-        print("waiting for warden to let lilbee start (" + url + ")", flush=True)
-        while stopping is None and not started():
-            time.sleep(1)
-        if stopping is not None:
-            break
-    began = time.monotonic()
-    lilbee = subprocess.Popen(sys.argv[1:])
-    if stopping is not None:
-        lilbee.send_signal(stopping)
-    code = lilbee.wait()
-    lilbee = None
-    if stopping is not None:
-        sys.exit(128 - code if code < 0 else code)
-    if time.monotonic() - began >= 60:
-        pause = 1
-    print("lilbee exited (" + str(code) + "); started again once warden lets it, in " + str(pause) + " s", flush=True)
-    for second in range(pause):
-        if stopping is None:
-            time.sleep(1)
-    pause = min(pause * 2, 30)
+{{/* Whole seconds of a "10s" value (the schema allows nothing else for the gate's timings). */}}
+{{- define "warden.seconds" -}}
+{{- trimSuffix "s" (toString .) | atoi }}
 {{- end }}
 
 {{/*
-In Lease mode, a stalled warden's lilbee is stopped by its liveness probe within 9 s; the Lease can pass to another
-pod no sooner than duration - 2 x retryPeriod after warden stalled (its last renewal may have been sent a retry
-period before, and taken up to one). Checked where both are whole seconds ("15s").
+The longest the kubelet takes to stop a stalled lilbee supervisor's container (its liveness probe: the period times the
+failures, its timeout, and its grace): warden.gate.supervisor.stall-bound, in seconds.
 */}}
-{{- define "warden.checkLeaseTimings" -}}
-{{- if eq (include "warden.leaseMode" .) "true" }}
-{{- $duration := toString .Values.gate.lease.duration }}
-{{- $retry := toString .Values.gate.lease.retryPeriod }}
-{{- if and (regexMatch "^[0-9]+s$" $duration) (regexMatch "^[0-9]+s$" $retry) }}
-{{- if le (sub (atoi (trimSuffix "s" $duration)) (mul 2 (atoi (trimSuffix "s" $retry)))) 9 }}
-{{- fail (printf "gate.lease.duration %s is too short for retryPeriod %s: the Lease could pass to another pod before the kubelet stops a stalled warden's lilbee (9 s); duration - 2 x retryPeriod must exceed 9 s (the defaults: 15s and 2s)" $duration $retry) }}
+{{- define "warden.stallBound" -}}
+{{- with .Values.lilbee.supervisor.liveness }}
+{{- add (mul .periodSeconds .failureThreshold) .timeoutSeconds .terminationGracePeriodSeconds }}
+{{- end }}
+{{- end }}
+
+{{/*
+The inequalities gate mode's safety rests on, from the same values warden checks them with at start (GateTimings;
+docs/modes.md, "The timings"): a lilbee outlives its permit by at most the longer of the supervisor's grace and the
+kubelet's restart of a stalled supervisor; that and the permit must end within the settle, and in lease mode within
+the Lease after the renew deadline.
+*/}}
+{{- define "warden.checkTimings" -}}
+{{- if eq .Values.mode "gate" }}
+{{- $settle := include "warden.seconds" .Values.gate.settle | int }}
+{{- $permit := include "warden.seconds" .Values.gate.supervisor.permit | int }}
+{{- $grace := include "warden.seconds" .Values.gate.supervisor.grace | int }}
+{{- $stall := include "warden.stallBound" . | int }}
+{{- $overrun := max $grace $stall }}
+{{- if ge (add $permit $overrun) $settle }}
+{{- fail (printf "gate.settle %s must be longer than gate.supervisor.permit %s plus the longer of gate.supervisor.grace %s and the kubelet's restart of a stalled supervisor (lilbee.supervisor.liveness: %ds): a pod whose gate file was replaced may run its lilbee that long" .Values.gate.settle .Values.gate.supervisor.permit .Values.gate.supervisor.grace $stall) }}
+{{- end }}
+{{- if eq .Values.gate.election "lease" }}
+{{- $duration := include "warden.seconds" .Values.gate.lease.duration | int }}
+{{- $deadline := include "warden.seconds" .Values.gate.lease.renewDeadline | int }}
+{{- $retry := include "warden.seconds" .Values.gate.lease.retryPeriod | int }}
+{{- if ge $retry $deadline }}
+{{- fail (printf "gate.lease.retryPeriod %s must be shorter than gate.lease.renewDeadline %s" .Values.gate.lease.retryPeriod .Values.gate.lease.renewDeadline) }}
+{{- end }}
+{{- if ge (add $deadline $overrun) $duration }}
+{{- fail (printf "gate.lease.duration %s must be longer than gate.lease.renewDeadline %s plus the longer of gate.supervisor.grace %s and the kubelet's restart of a stalled supervisor (lilbee.supervisor.liveness: %ds): a leader cut off from the API server must have its lilbee stopped before the Lease can pass" .Values.gate.lease.duration .Values.gate.lease.renewDeadline .Values.gate.supervisor.grace $stall) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -144,6 +121,13 @@ seccompProfile:
     - {name: WARDEN_GATE_HEALTH_URL, value: "http://127.0.0.1:{{ .Values.lilbee.port }}/api/health"}
     - {name: WARDEN_GATE_ELECTION, value: {{ .Values.gate.election | quote }}}
     - {name: WARDEN_GATE_HANDOVER_AFTER, value: {{ .Values.gate.handoverAfter | quote }}}
+    # lilbee's supervisor connects here, on a volume only warden's and lilbee's containers mount; the timings are the
+    # supervisor's and its liveness probe's own, for the checks warden makes at start.
+    - {name: WARDEN_GATE_SUPERVISOR_SOCKET, value: /run/warden/switch.sock}
+    - {name: WARDEN_GATE_SETTLE, value: {{ .Values.gate.settle | quote }}}
+    - {name: WARDEN_GATE_SUPERVISOR_PERMIT, value: {{ .Values.gate.supervisor.permit | quote }}}
+    - {name: WARDEN_GATE_SUPERVISOR_GRACE, value: {{ .Values.gate.supervisor.grace | quote }}}
+    - {name: WARDEN_GATE_SUPERVISOR_STALL_BOUND, value: "{{ include "warden.stallBound" . }}s"}
     {{- if eq .Values.gate.election "lease" }}
     - {name: WARDEN_GATE_LEASE_NAME, value: {{ include "warden.leaseName" . | quote }}}
     {{- with .Values.gate.lease.namespace }}
@@ -152,8 +136,7 @@ seccompProfile:
     - {name: WARDEN_GATE_LEASE_DURATION, value: {{ .Values.gate.lease.duration | quote }}}
     - {name: WARDEN_GATE_LEASE_RENEW_DEADLINE, value: {{ .Values.gate.lease.renewDeadline | quote }}}
     - {name: WARDEN_GATE_LEASE_RETRY_PERIOD, value: {{ .Values.gate.lease.retryPeriod | quote }}}
-    - {name: WARDEN_GATE_LEASE_FENCE_GRACE, value: {{ .Values.gate.lease.fenceGrace | quote }}}
-    # The Lease's holder identity is the pod; the node only names where it runs, in the log.
+    # The Lease's holder identity is the pod and its node (<pod>@<node>): restarted in place, warden renews its Lease.
     - name: POD_NAME
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
     - name: NODE_NAME
@@ -217,6 +200,9 @@ seccompProfile:
     - {name: shared, mountPath: {{ .Values.warden.dataRoot | quote }}}
     # A /tmp of warden's own: the JVM's attach files and unpacked native libraries are nobody else's.
     - {name: warden-tmp, mountPath: /tmp}
+    {{- if eq .Values.mode "gate" }}
+    - {name: warden-switch, mountPath: /run/warden}
+    {{- end }}
     {{- if eq (include "warden.leaseMode" .) "true" }}
     - {name: gate-token, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
     {{- end }}

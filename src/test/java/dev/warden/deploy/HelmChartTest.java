@@ -99,93 +99,124 @@ class HelmChartTest {
     }
 
     /**
-     * In either election the kubelet stops lilbee when warden stops answering, within 9 s: in Lease mode before the
-     * default Lease can pass (a stalled warden cannot fence it), in both before another pod's lilbee may start after a
-     * reset (a warden kept down across one cannot stop its lilbee on the deleted lock): warden's default settle, read
-     * from its configuration's declaration, is longer. A lilbee restarted in place waits for warden's go.
+     * In either election lilbee runs under the chart's own supervisor file, its switch socket on a volume of warden's
+     * and lilbee's containers alone; the kubelet stops a stalled supervisor within the bound warden is told; and the
+     * chart refuses the timings warden would refuse (GateTimings), naming both sides.
      */
     @Test
-    void inGateModeLilbeeLivesOnlyWhileWardenAnswersAndARestartedOneAlwaysWaitsForWarden(@TempDir Path dir) throws Exception {
-        Duration settle = Duration.parse("PT" + WardenConfig.Gate.class.getMethod("settle").getAnnotation(WithDefault.class)
-                .value().toUpperCase(java.util.Locale.ROOT));
+    void inGateModeLilbeeRunsUnderTheChartsSupervisorAndUnsafeTimingsAreRefused(@TempDir Path dir) throws Exception {
         JsonNode previous = null;
         for (String values : List.of("ci/gate-lease-values.yaml", "ci/gate-values.yaml")) {
-            JsonNode lilbee = container(kind(render(CHART.resolve(values)), "Deployment").at("/spec/template/spec"),
-                    "containers", "lilbee");
-            JsonNode liveness = lilbee.path("livenessProbe");
-            assertEquals("/q/health/live", liveness.at("/httpGet/path").asText(), values + ": " + liveness);
-            assertEquals(9096, liveness.at("/httpGet/port").asInt(), "warden's management port: " + liveness);
-            int worst = liveness.path("periodSeconds").asInt() * liveness.path("failureThreshold").asInt()
-                    + liveness.path("timeoutSeconds").asInt() + liveness.path("terminationGracePeriodSeconds").asInt();
-            assertTrue(worst <= 9, "stopped within 9 s of warden's last answer, before the default Lease can pass: " + liveness);
-            assertTrue(Duration.ofSeconds(worst).compareTo(settle) < 0, "stopped before the settle (" + settle + ") ends: " + liveness);
+            List<JsonNode> objects = render(CHART.resolve(values));
+            JsonNode pod = kind(objects, "Deployment").at("/spec/template/spec");
+            JsonNode lilbee = container(pod, "containers", "lilbee");
             List<String> command = new java.util.ArrayList<>();
             lilbee.path("command").forEach(c -> command.add(c.asText()));
-            assertEquals(List.of("python3", "-c"), command.subList(0, 2), command.toString());
-            assertEquals("lilbee", command.getLast());
+            assertEquals(List.of("python3", "/opt/warden/lilbee-supervisor.py", "--socket", "/run/warden/switch.sock", "--validity",
+                    "5", "--grace", "2", "--health-port", "8081", "--", "lilbee"), command, values);
+            String script = null;
+            for (JsonNode object : objects) {
+                if (object.path("metadata").path("name").asText().equals("lib-warden-lilbee-supervisor")) {
+                    script = object.at("/data/lilbee-supervisor.py").asText();
+                }
+            }
+            assertEquals(Files.readString(CHART.resolve("files/lilbee-supervisor.py")).strip(), script == null ? null : script.strip(),
+                    "the supervisor is the chart's own file, not a string in a template");
+            JsonNode liveness = lilbee.path("livenessProbe");
+            assertEquals(8081, liveness.at("/httpGet/port").asInt(), "the supervisor's own answer: " + liveness);
+            int bound = liveness.path("periodSeconds").asInt() * liveness.path("failureThreshold").asInt()
+                    + liveness.path("timeoutSeconds").asInt() + liveness.path("terminationGracePeriodSeconds").asInt();
+            JsonNode warden = container(pod, "initContainers", "warden");
+            String env = warden.path("env").toString();
+            assertTrue(env.contains("{\"name\":\"WARDEN_GATE_SUPERVISOR_STALL_BOUND\",\"value\":\"" + bound + "s\"}"), env);
+            assertTrue(env.contains("{\"name\":\"WARDEN_GATE_SUPERVISOR_SOCKET\",\"value\":\"/run/warden/switch.sock\"}"), env);
+            for (JsonNode container : List.of(warden, lilbee)) {
+                assertTrue(container.path("volumeMounts").toString().contains("{\"name\":\"warden-switch\",\"mountPath\":\"/run/warden\"}"),
+                        container.toString());
+            }
             if (previous != null) {
-                assertEquals(previous.path("command"), lilbee.path("command"), "a restarted lilbee waits for warden in either election");
+                assertEquals(previous.path("command"), lilbee.path("command"), "the same supervisor in either election");
             }
             previous = lilbee;
         }
-
-        Path tooShort = Files.writeString(dir.resolve("short.yaml"), "mode: gate\ngate: {election: lease, lease: {duration: 12s}}\n");
-        Exception e = assertThrows(Exception.class, () -> render(tooShort));
-        assertTrue(e.getMessage().contains("gate.lease.duration 12s is too short for retryPeriod 2s"), e.getMessage());
+        Path shortSettle = Files.writeString(dir.resolve("settle.yaml"), "mode: gate\ngate: {settle: 8s}\n");
+        Exception settle = assertThrows(Exception.class, () -> render(shortSettle));
+        assertTrue(settle.getMessage().contains("gate.settle 8s must be longer than gate.supervisor.permit 5s plus the longer of"
+                + " gate.supervisor.grace 2s and the kubelet's restart of a stalled supervisor (lilbee.supervisor.liveness: 4s)"),
+                settle.getMessage());
+        Path shortLease = Files.writeString(dir.resolve("lease.yaml"), "mode: gate\ngate: {election: lease, lease: {duration: 14s}}\n");
+        Exception lease = assertThrows(Exception.class, () -> render(shortLease));
+        assertTrue(lease.getMessage().contains("gate.lease.duration 14s must be longer than gate.lease.renewDeadline 10s"),
+                lease.getMessage());
+        Path slowProbe = Files.writeString(dir.resolve("probe.yaml"), "mode: gate\nlilbee: {supervisor: {liveness: {periodSeconds: 3}}}\n");
+        Exception probe = assertThrows(Exception.class, () -> render(slowProbe));
+        assertTrue(probe.getMessage().contains("(lilbee.supervisor.liveness: 8s)"), probe.getMessage());
     }
 
     /**
-     * The rendered command, run by a real Python against a warden stand-in: it runs the program only once warden says
-     * so, starts it again itself when it dies (once warden says so again), and passes SIGTERM on, exiting with its code.
+     * The rendered supervisor and command line, run by a real Python beside warden's real switch socket: it runs its
+     * lilbee (a stand-in taking server.lock as filelock does) only on warden's word, holding the gate lock it is given,
+     * and stops it when warden says stop.
      */
     @Test
-    void theRenderedCommandRunsLilbeeOnlyWhileWardenSaysSoAndStartsItAgainItself(@TempDir Path dir) throws Exception {
-        com.sun.net.httpserver.HttpServer warden = com.sun.net.httpserver.HttpServer.create(
-                new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 0);
-        java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
-        // Not yet, not yet, go (the first run); not yet, not yet, go (the second).
-        warden.createContext("/q/health/started", exchange -> {
-            exchange.sendResponseHeaders(asked.incrementAndGet() % 3 == 0 ? 200 : 503, -1);
-            exchange.close();
-        });
-        warden.start();
-        Path runs = dir.resolve("runs");
-        Process command = null;
-        try {
-            Path values = Files.writeString(dir.resolve("v.yaml"), "mode: gate\ngate: {election: lease}\nwarden: {managementPort: "
-                    + warden.getAddress().getPort() + "}\n");
-            JsonNode lilbee = container(kind(render(values), "Deployment").at("/spec/template/spec"), "containers", "lilbee");
-            // A lilbee that crashes at its first start (exit 7) and serves at its second, until SIGTERM.
-            String standIn = "echo run >> '" + runs + "'; [ $(wc -l < '" + runs + "') -ge 2 ] && exec sleep 600; exit 7";
-            Path out = dir.resolve("out");
-            command = new ProcessBuilder("python3", "-c", lilbee.at("/command/2").asText(), "sh", "-c", standIn)
-                    .redirectErrorStream(true).redirectOutput(out.toFile()).start();
-            Process started = command;
-            Await.until("the stand-in runs a second time", Duration.ofSeconds(30),
-                    () -> runs(runs) == 2 && started.descendants().findAny().isPresent());
-            assertEquals(6, asked.get(), "asked until warden said go, twice, and not while lilbee ran");
-
-            command.destroy();
-            assertTrue(command.waitFor(10, java.util.concurrent.TimeUnit.SECONDS), "SIGTERM ends it, passed to lilbee");
-            assertEquals(143, command.exitValue(), "lilbee's exit, by SIGTERM");
-            String url = "http://127.0.0.1:" + warden.getAddress().getPort() + "/q/health/started";
-            assertEquals("waiting for warden to let lilbee start (" + url + ")\n"
-                    + "lilbee exited (7); started again once warden lets it, in 1 s\n"
-                    + "waiting for warden to let lilbee start (" + url + ")\n", Files.readString(out));
-        } finally {
-            if (command != null) {
-                command.descendants().forEach(ProcessHandle::destroyForcibly);
-                command.destroyForcibly();
+    void theRenderedSupervisorRunsLilbeeOnlyOnWardensWord(@TempDir Path dir) throws Exception {
+        List<JsonNode> objects = render(CHART.resolve("ci/gate-values.yaml"));
+        Path opt = Files.createDirectories(dir.resolve("opt-warden"));
+        for (JsonNode object : objects) {
+            if (object.path("metadata").path("name").asText().equals("lib-warden-lilbee-supervisor")) {
+                Files.writeString(opt.resolve("lilbee-supervisor.py"), object.at("/data/lilbee-supervisor.py").asText());
             }
-            warden.stop(0);
+        }
+        Path socket = dir.resolve("run/switch.sock");
+        Path data = Files.createDirectories(dir.resolve("data"));
+        Path state = dir.resolve("state");
+        List<String> command = new java.util.ArrayList<>();
+        container(kind(objects, "Deployment").at("/spec/template/spec"), "containers", "lilbee").path("command")
+                .forEach(c -> command.add(c.asText().replace("/opt/warden", opt.toString()).replace("/run/warden/switch.sock",
+                        socket.toString())));
+        command.set(command.indexOf("--health-port") + 1, Integer.toString(dev.warden.testing.FakeEngine.freePort()));
+        command.subList(command.indexOf("--") + 1, command.size()).clear();
+        command.addAll(List.of("python3", dev.warden.testing.Supervised.STAND_IN.toString(), data.resolve("server.lock").toString(),
+                state.toString()));
+        dev.warden.lock.NativePosix posix = new dev.warden.lock.NativePosix();
+        dev.warden.lock.FileLocker locker = new dev.warden.lock.FileLocker(posix);
+        Process supervisor = null;
+        try (dev.warden.gate.LilbeeSwitch lilbeeSwitch = dev.warden.gate.LilbeeSwitch.open(posix, socket,
+                Integer.parseInt(dev.warden.lock.FileLocker.currentUid()));
+                dev.warden.lock.HeldLock gate = locker.tryLock(data.resolve("warden-gate.lock")).orElseThrow()) {
+            supervisor = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(dir.resolve("out").toFile()).start();
+            Await.until("the supervisor connects", () -> {
+                lilbeeSwitch.poll(dev.warden.gate.MonotonicClock.SYSTEM.now());
+                return lilbeeSwitch.connected();
+            });
+            assertFalse(Files.exists(state), "nothing runs before warden's word");
+            java.util.OptionalInt fd = java.util.OptionalInt.of(gate.descriptorToPass());
+            lilbeeSwitch.say(new dev.warden.gate.GateAction.Word.Start(dev.warden.gate.MonotonicClock.SYSTEM.now()
+                    .plus(Duration.ofSeconds(5))), dev.warden.gate.MonotonicClock.SYSTEM.now(), fd);
+            Await.until("the stand-in serves", () -> Files.exists(state) && readState(state).startsWith("serving"));
+            long pid = Long.parseLong(readState(state).split(" ")[1]);
+            Await.until("the supervisor reports it", () -> {
+                lilbeeSwitch.poll(dev.warden.gate.MonotonicClock.SYSTEM.now());
+                return lilbeeSwitch.report().flatMap(dev.warden.gate.LilbeeSwitch.Report::lilbee).map(r -> r.pid() == pid)
+                        .orElse(false);
+            });
+            lilbeeSwitch.say(new dev.warden.gate.GateAction.Word.Stop("the test says stop"),
+                    dev.warden.gate.MonotonicClock.SYSTEM.now(), fd);
+            Await.until("stopped on warden's word", () -> ProcessHandle.of(pid).map(p -> !p.isAlive()).orElse(true));
+        } finally {
+            if (supervisor != null) {
+                supervisor.descendants().forEach(ProcessHandle::destroyForcibly);
+                supervisor.destroyForcibly();
+                supervisor.waitFor();
+            }
         }
     }
 
-    private static int runs(Path file) {
+    private static String readState(Path state) {
         try {
-            return Files.exists(file) ? Files.readAllLines(file).size() : 0;
+            return Files.readString(state);
         } catch (IOException e) {
-            return 0;
+            return "";
         }
     }
 

@@ -56,18 +56,16 @@ class KustomizeTest {
         }, pod.at("/containers/0/name").asText());
         if (overlay.equals("gate")) {
             PodChecks.assertGatesLilbee(PodChecks.kind(objects, "Deployment"));
-            // The wait for warden's go is the chart's, word for word (the chart renders it; the overlay spells it).
+            // The supervisor's command and probes are the chart's, word for word (the chart renders them; the overlay
+            // spells them, and runs the supervisor the reference image ships where the chart mounts its own).
             JsonNode chart = PodChecks.container(PodChecks.kind(PodChecks.objects(new com.marcnuri.helm.Helm(Path.of("helm", "warden"))
                     .template().withName("lib").withValuesFile(Path.of("helm", "warden", "ci", "gate-values.yaml")).call()),
                     "Deployment").at("/spec/template/spec"), "containers", "lilbee");
-            JsonNode command = PodChecks.container(pod, "containers", "lilbee").path("command");
-            assertEquals(4, command.size(), command.toString());
-            assertEquals(chart.at("/command/2").asText().strip(), command.get(2).asText().strip());
-            assertEquals(chart.path("command").get(0), command.get(0));
-            assertEquals("lilbee", command.get(3).asText());
-            // So is the kubelet's stop of lilbee when warden stops answering (a warden kept down across a reset).
-            JsonNode liveness = PodChecks.container(pod, "containers", "lilbee").path("livenessProbe");
-            assertEquals(chart.path("livenessProbe"), liveness, "the chart's liveness probe on warden: " + liveness);
+            JsonNode lilbee = PodChecks.container(pod, "containers", "lilbee");
+            assertEquals(chart.path("command"), lilbee.path("command"));
+            assertEquals(chart.path("livenessProbe"), lilbee.path("livenessProbe"), "the kubelet's restart of a stalled supervisor");
+            assertTrue(java.nio.file.Files.readString(Path.of("src/main/docker/Dockerfile.lilbee"))
+                    .contains("COPY --chmod=0444 lilbee-supervisor.py /opt/warden/lilbee-supervisor.py"), "the image ships it there");
         }
         if (overlay.equals("pvc") || overlay.equals("gate")) {
             assertEquals("warden-data", shared.at("/persistentVolumeClaim/claimName").asText(), shared.toString());

@@ -100,6 +100,9 @@ final class PodChecks {
         assertTrue(env.contains("{\"name\":\"WARDEN_MODE\",\"value\":\"gate\"}"), env);
         JsonNode lilbee = container(pod, "containers", "lilbee");
         assertEquals(1, pod.path("containers").size(), "lilbee starts its own engines: " + pod.path("containers"));
+        assertEquals("/opt/warden/lilbee-supervisor.py", lilbee.at("/command/1").asText(), "lilbee runs under its supervisor");
+        assertTrue(env.contains("{\"name\":\"WARDEN_GATE_SUPERVISOR_SOCKET\",\"value\":\"/run/warden/switch.sock\"}"), env);
+        assertSwitchIsWardensAndLilbeesAlone(pod);
         String args = lilbee.path("args").toString();
         assertTrue(args.startsWith("[\"serve\""), args);
         int port = lilbee.at("/ports/0/containerPort").asInt();
@@ -109,6 +112,19 @@ final class PodChecks {
         assertTrue(lilbeeEnv.contains("{\"name\":\"LILBEE_DATA\",\"value\":\"/var/lib/lilbee\"}"), lilbeeEnv);
         assertTrue(lilbeeEnv.contains("\"HOME\""), "lilbee writes its home on a read-only root: " + lilbeeEnv);
         assertTrue(lilbee.path("volumeMounts").toString().contains("\"mountPath\":\"/var/lib/lilbee\""), lilbee.toString());
+    }
+
+    /** The switch's volume: mounted by warden's and lilbee's containers, by no other. */
+    static void assertSwitchIsWardensAndLilbeesAlone(JsonNode pod) {
+        java.util.List<String> mounting = new java.util.ArrayList<>();
+        for (String list : java.util.List.of("initContainers", "containers")) {
+            for (JsonNode container : pod.path(list)) {
+                if (container.path("volumeMounts").toString().contains("\"name\":\"warden-switch\"")) {
+                    mounting.add(container.path("name").asText());
+                }
+            }
+        }
+        assertEquals(java.util.List.of("warden", "lilbee"), mounting, "who mounts the switch's volume");
     }
 
     static void assertHonoursTheProtocol(JsonNode deployment) {

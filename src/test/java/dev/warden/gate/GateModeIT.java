@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.testing.FakeEngine;
 import dev.warden.testing.GatePod;
 import dev.warden.testing.Peer;
+import dev.warden.testing.Supervised;
 import dev.warden.testing.WardenProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,9 +22,9 @@ import java.util.Map;
 import dev.warden.testing.PromText;
 
 /**
- * {@code warden serve --mode gate}, packaged, against util-linux flock standing in for lilbee's
- * {@code server.lock} (a process of this machine: "in the pod"). The real {@code lilbee serve} in
- * PID namespaces of their own is GateInteropIT's.
+ * {@code warden serve --mode gate}, packaged, with the real lilbee supervisor running a stand-in for lilbee (Python
+ * taking server.lock as filelock does). The real {@code lilbee serve} in PID namespaces of their own is GateInteropIT's;
+ * the attacks that split a data dir before, in pods with PID and network namespaces of their own, GateAttacksIT's.
  */
 class GateModeIT {
 
@@ -42,71 +43,143 @@ class GateModeIT {
     }
 
     /**
-     * Two wardens on this machine share one PID namespace, where every process counts as "in the pod":
-     * the standby is looked at before any lilbee holds server.lock (in separate pods, GateInteropIT).
+     * The product's timings, the settle shortened: a permit still outlasts a JVM's restart (a warden restarted in place
+     * renews it before it ends), a settle passes in seconds.
+     */
+    static final List<String> TIMINGS = List.of("-Dwarden.gate.settle=6s", "-Dwarden.gate.supervisor.permit=4s",
+            "-Dwarden.gate.supervisor.grace=500ms", "-Dwarden.gate.supervisor.stall-bound=1s");
+    static final Supervised.Settings SUPERVISOR = new Supervised.Settings(java.time.Duration.ofSeconds(4),
+            java.time.Duration.ofMillis(500));
+
+    private static List<String> settings(String... more) {
+        List<String> all = new ArrayList<>(TIMINGS);
+        all.addAll(List.of(more));
+        return all;
+    }
+
+    /**
+     * Two pods on this machine (one PID namespace: each lilbee is told apart by the supervisor that names it), each a
+     * warden and the real supervisor running a lilbee stand-in: the elected one's lilbee runs and serves, the standby's
+     * never starts, warden never takes server.lock, and a SIGTERM of the elected warden moves the gate to the standby,
+     * whose lilbee serves once the first one's has stopped, never beside it.
      */
     @Test
-    void theElectedWardenIsStartedNeverTakesTheServerLockAndIsReadyWhileLilbeeHoldsIt() throws Exception {
+    void theElectedPodsLilbeeRunsUnderItsSupervisorAndTheStandbysNever() throws Exception {
         Path root = dir.resolve("root");
         Path serverLock = root.resolve("data/server.lock");
-        try (WardenProcess elected = WardenProcess.serve("gate-elected", List.of("-Dwarden.metrics.release=lilbee"), "--mode",
-                "gate", "--data-root", root.toString())) {
-            elected.awaitStatus("/q/health/started", 200);
+        try (WardenProcess elected = WardenProcess.serve("gate-elected", settings("-Dwarden.metrics.release=lilbee"), "--mode",
+                "gate", "--data-root", root.toString());
+                Supervised lilbeeA = Supervised.standIn("gate-elected", elected.socket(), serverLock, SUPERVISOR)) {
+            elected.awaitStatus("/q/health/ready", 200);
             elected.awaitReaper();
-            assertEquals(503, elected.status("/q/health/ready"), "no lilbee serves yet");
+            long servingPid = lilbeeA.serving().getFirst();
             String metrics = elected.text("/q/metrics");
             // Each series says which data dir and which release it is of: what the alerts count serving pods by.
             Map<String, String> labels = Map.of("data_dir", root.toRealPath().resolve("data").toString(), "release", "lilbee");
             assertEquals(1.0, PromText.value(metrics, "warden_gate_elected", labels).orElseThrow(), metrics);
             assertEquals(1.0, PromText.value(metrics, "warden_gate_started", labels).orElseThrow(), metrics);
-            assertEquals(0.0, PromText.value(metrics, "warden_gate_serving", labels).orElseThrow(), metrics);
-            assertEquals(0.0, PromText.value(metrics, "warden_serving", labels).orElseThrow(), "no lilbee serves yet");
+            assertEquals(1.0, PromText.value(metrics, "warden_gate_serving", labels).orElseThrow(), metrics);
+            assertEquals(1.0, PromText.value(metrics, "warden_serving", labels).orElseThrow(), metrics);
             assertEquals(1.0, PromText.value(metrics, "warden_gate_sees_pod_processes", labels).orElseThrow(), metrics);
             assertEquals(1.0, PromText.value(metrics, "warden_info", Map.of("mode", "gate")).orElseThrow(), metrics);
             assertTrue(PromText.value(metrics, "warden_gate_lease_duration_seconds").isEmpty(), "no Lease series in file mode");
             assertFalse(metrics.contains("warden_lock_held"), "no lock series for locks gate mode never holds");
             assertEquals(200, elected.status("/q/health/live"));
-            assertTrue(Peer.flockCanTake(serverLock), "warden never holds server.lock in gate mode");
-            assertFalse(Peer.flockCanTake(root.resolve("data/warden-gate.lock")));
-            try (WardenProcess standby = WardenProcess.serve("gate-standby", "--mode", "gate", "--data-root",
-                    root.toString())) {
+            JsonNode gate = check(elected, "/q/health/ready", "gate").path("data");
+            assertEquals("elected", gate.path("gate.state").asText());
+            assertEquals("held-in-pod", gate.path("server-lock.state").asText());
+            assertEquals(servingPid, gate.path("server-lock.holder-pid").asLong());
+            JsonNode status = elected.json("/api/v1/status");
+            assertEquals("gate", status.path("mode").asText());
+            assertEquals(servingPid, status.at("/gate/server_lock/holder_pid").asLong());
+            assertTrue(status.at("/gate/serving").asBoolean());
+            WardenProcess.Result look = WardenProcess.run(java.util.Map.of("WARDEN_MODE", "gate"), "status",
+                    "--data-root", root.toString(), "--json");
+            assertEquals(0, look.exitCode(), look.stderr());
+            JsonNode locks = JSON.readTree(look.stdout());
+            assertEquals("gate", locks.path("mode").asText());
+            assertEquals(servingPid, lockNamed(locks, "data-dir").path("holder_pid").asLong());
+            assertEquals(elected.pid(), lockNamed(locks, "gate").path("holder_pid").asLong());
+            WardenProcess.Result text = WardenProcess.run(java.util.Map.of("WARDEN_MODE", "gate"), "status",
+                    "--data-root", root.toString());
+            assertTrue(text.stdout().startsWith("mode       gate\n"), text.stdout());
+
+            try (WardenProcess standby = WardenProcess.serve("gate-standby", settings(), "--mode", "gate", "--data-root",
+                    root.toString());
+                    Supervised lilbeeB = Supervised.standIn("gate-standby", standby.socket(), serverLock, SUPERVISOR)) {
                 standby.awaitJson("/api/v1/status", "/gate/state", s -> s.asText().equals("standby"));
-                assertEquals(503, standby.status("/q/health/started"), "a standby's lilbee must not start");
+                assertEquals(200, standby.status("/q/health/started"), "started: its supervisor may run, and waits for its word");
                 assertEquals(503, standby.status("/q/health/ready"));
                 assertEquals(200, standby.status("/q/health/live"));
                 assertEquals(elected.pid(), standby.json("/api/v1/status").at("/gate/holder_pid").asLong());
-                assertEquals(0, standby.terminate(), "SIGTERM: exit 0");
-            }
-            try (Peer lilbee = Peer.flockHolder(serverLock)) {
-                elected.awaitStatus("/q/health/ready", 200);
-                JsonNode gate = check(elected, "/q/health/ready", "gate").path("data");
-                assertEquals("elected", gate.path("gate.state").asText());
-                assertEquals("held-in-pod", gate.path("server-lock.state").asText());
-                assertEquals(lilbee.pid(), gate.path("server-lock.holder-pid").asLong());
-                JsonNode status = elected.json("/api/v1/status");
-                assertEquals("gate", status.path("mode").asText());
-                assertEquals(lilbee.pid(), status.at("/gate/server_lock/holder_pid").asLong());
-                assertTrue(status.at("/gate/serving").asBoolean());
+                assertEquals(List.of(), lilbeeB.serving(), "a standby's lilbee never starts");
 
-                WardenProcess.Result look = WardenProcess.run(java.util.Map.of("WARDEN_MODE", "gate"), "status",
-                        "--data-root", root.toString(), "--json");
-                assertEquals(0, look.exitCode(), look.stderr());
-                JsonNode locks = JSON.readTree(look.stdout());
-                assertEquals("gate", locks.path("mode").asText());
-                assertEquals(lilbee.pid(), lockNamed(locks, "data-dir").path("holder_pid").asLong());
-                assertEquals(elected.pid(), lockNamed(locks, "gate").path("holder_pid").asLong());
-                WardenProcess.Result text = WardenProcess.run(java.util.Map.of("WARDEN_MODE", "gate"), "status",
-                        "--data-root", root.toString());
-                assertTrue(text.stdout().startsWith("mode       gate\n"), text.stdout());
+                OverlapCheck overlap = new OverlapCheck(lilbeeA, lilbeeB);
+                assertEquals(0, elected.terminate(), "SIGTERM: exit 0");
+                standby.awaitStatus("/q/health/ready", 200);
+                overlap.stop();
+                assertEquals(List.of(), lilbeeA.serving(), "the first pod's lilbee was stopped");
+                assertEquals(1, lilbeeB.serving().size());
+                assertEquals(0, overlap.both(), "two lilbees served at once " + overlap.both() + " times");
             }
-            elected.awaitStatus("/q/health/ready", 503);
-            assertEquals(200, elected.status("/q/health/started"), "started stays: lilbee restarts in the elected pod");
-            try (WardenProcess next = WardenProcess.serve("gate-next", "--mode", "gate", "--data-root", root.toString())) {
-                next.awaitJson("/api/v1/status", "/gate/state", s -> s.asText().equals("standby"));
-                assertEquals(0, elected.terminate(), "SIGTERM: exit 0, the gate released");
-                next.awaitStatus("/q/health/started", 200);
-                assertEquals("elected", next.json("/api/v1/status").at("/gate/state").asText());
+        }
+    }
+
+    /**
+     * A warden SIGKILLed and started again beside its lilbee: the supervisor gives it the gate lock back, the same
+     * lilbee serves again, never restarted, and the standby stays a standby.
+     */
+    @Test
+    void aWardenRestartedInPlaceTakesTheGateBackAndItsLilbeeGoesOn() throws Exception {
+        Path root = dir.resolve("root");
+        Path serverLock = root.resolve("data/server.lock");
+        Path socket = WardenProcess.switchSocket();
+        WardenProcess first = WardenProcess.serve("gate-first", settings(WardenProcess.socketSetting(socket)), "--mode", "gate",
+                "--data-root", root.toString());
+        try (Supervised lilbee = Supervised.standIn("gate-in-place", socket, serverLock, SUPERVISOR);
+                WardenProcess standby = WardenProcess.serve("gate-other", settings(), "--mode", "gate", "--data-root",
+                        root.toString());
+                Supervised other = Supervised.standIn("gate-other", standby.socket(), serverLock, SUPERVISOR)) {
+            first.awaitStatus("/q/health/ready", 200);
+            long servingPid = lilbee.serving().getFirst();
+            first.kill();
+            try (WardenProcess again = WardenProcess.serve("gate-again", settings(WardenProcess.socketSetting(socket)), "--mode",
+                    "gate", "--data-root", root.toString())) {
+                again.awaitStatus("/q/health/ready", 200);
+                assertEquals(List.of(servingPid), lilbee.serving(), "the same lilbee, never restarted");
+                assertEquals(1, lilbee.stateLines().size(), "one start in all: " + lilbee.stateLines());
+                assertEquals(List.of(), other.serving());
+                assertEquals("standby", standby.json("/api/v1/status").at("/gate/state").asText());
             }
+        } finally {
+            first.close();
+        }
+    }
+
+    /** Samples two pods' lilbees in a tight loop: how often both served at once. */
+    static final class OverlapCheck {
+        private final java.util.concurrent.atomic.AtomicInteger both = new java.util.concurrent.atomic.AtomicInteger();
+        private final java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+        private final Thread sampler;
+
+        OverlapCheck(Supervised a, Supervised b) {
+            sampler = Thread.ofPlatform().start(() -> {
+                while (running.get()) {
+                    if (a.serving().size() + b.serving().size() > 1) {
+                        both.incrementAndGet();
+                    }
+                    Thread.onSpinWait();
+                }
+            });
+        }
+
+        void stop() throws InterruptedException {
+            running.set(false);
+            sampler.join();
+        }
+
+        int both() {
+            return both.get();
         }
     }
 
@@ -115,11 +188,11 @@ class GateModeIT {
     void withAHealthUrlReadinessAlsoNeedsLilbeeToAnswer() throws Exception {
         Path root = dir.resolve("root");
         int lilbeePort = FakeEngine.freePort();
-        java.nio.file.Files.createDirectories(root.resolve("data"));
-        try (WardenProcess warden = WardenProcess.serve("gate-health", List.of(
+        try (WardenProcess warden = WardenProcess.serve("gate-health", settings(
                 "-Dwarden.gate.health-url=http://127.0.0.1:" + lilbeePort + "/api/health"),
                 "--mode", "gate", "--data-root", root.toString());
-                Peer lilbee = Peer.flockHolder(root.resolve("data/server.lock"))) {
+                Supervised lilbee = Supervised.standIn("gate-health", warden.socket(), root.resolve("data/server.lock"),
+                        SUPERVISOR)) {
             warden.awaitJson("/api/v1/status", "/gate/serving", JsonNode::asBoolean);
             assertEquals(503, warden.status("/q/health/ready"), "holding the lock, but not answering");
             assertTrue(check(warden, "/q/health/ready", "gate").at("/data/lilbee.answer").asText().startsWith("no answer"));
@@ -164,14 +237,31 @@ class GateModeIT {
         assertTrue(unknown.stderr().contains("'elect' is not a mode: use hold or gate"), unknown.stderr());
     }
 
-    /** A Lease whose leader could still serve when the Lease passes to another pod is refused before anything starts. */
+    /** Timings that could let two lilbees run are refused before anything starts, each naming both of its sides. */
     @Test
-    void leaseTimingsThatCannotKeepTwoLilbeesApartAreAUsageError() throws Exception {
-        WardenProcess.Result unsafe = WardenProcess.run(java.util.Map.of("WARDEN_GATE_ELECTION", "lease",
+    void timingsThatCannotKeepTwoLilbeesApartAreAUsageError() throws Exception {
+        WardenProcess.Result lease = WardenProcess.run(java.util.Map.of("WARDEN_GATE_ELECTION", "lease",
                 "WARDEN_GATE_LEASE_DURATION", "10s", "WARDEN_GATE_LEASE_RENEW_DEADLINE", "8s"), "serve", "--mode", "gate",
                 "--data-root", dir.resolve("root").toString());
-        assertEquals(2, unsafe.exitCode(), unsafe.stderr());
-        assertTrue(unsafe.stderr().contains("must be shorter than warden.gate.lease.duration (10000 ms)"), unsafe.stderr());
+        assertEquals(2, lease.exitCode(), lease.stderr());
+        assertTrue(lease.stderr().contains("warden.gate.lease.renew-deadline (8000 ms) plus the longer of")
+                && lease.stderr().contains("must be shorter than warden.gate.lease.duration (10000 ms)"), lease.stderr());
+        WardenProcess.Result settle = WardenProcess.run(java.util.Map.of("WARDEN_GATE_SETTLE", "6s"), "serve", "--mode", "gate",
+                "--data-root", dir.resolve("root").toString());
+        assertEquals(2, settle.exitCode(), settle.stderr());
+        assertTrue(settle.stderr().contains("warden.gate.supervisor.permit (5000 ms)")
+                && settle.stderr().contains("warden.gate.settle (6000 ms)"), settle.stderr());
+    }
+
+    /** A switch socket that cannot be made: exit 1, naming the path and the fix. */
+    @Test
+    void aSwitchSocketThatCannotListenIsNamedWithTheFix() throws Exception {
+        Path file = java.nio.file.Files.writeString(dir.resolve("not-a-dir"), "");
+        WardenProcess.Result refused = WardenProcess.run(java.util.Map.of("WARDEN_GATE_SUPERVISOR_SOCKET",
+                file.resolve("switch.sock").toString()), "serve", "--mode", "gate", "--data-root", dir.resolve("root").toString());
+        assertEquals(1, refused.exitCode(), refused.stderr());
+        assertTrue(refused.stderr().contains(file.toString()) && refused.stderr().contains("set warden.gate.supervisor.socket"),
+                refused.stderr());
     }
 
     private static JsonNode lockNamed(JsonNode status, String name) {

@@ -33,6 +33,9 @@ public final class WardenProcess implements AutoCloseable {
     /** Where warden listens as the test reaches it: loopback, or its pod's address in a network namespace of its own. */
     private final String host;
 
+    /** The switch socket lilbee's supervisor connects to in gate mode: one of its own for every warden started. */
+    private Path socket;
+
     private WardenProcess(Process process, String host, int port, int managementPort, Path log, String token) {
         this.process = process;
         this.host = host;
@@ -110,6 +113,9 @@ public final class WardenProcess implements AutoCloseable {
         int managementPort = FakeEngine.freePort();
         List<String> options = new ArrayList<>(List.of("-Dquarkus.http.port=" + port, "-Dquarkus.http.host=127.0.0.1",
                 "-Dquarkus.management.port=" + managementPort, "-Dquarkus.management.host=127.0.0.1"));
+        Path socket = settings.stream().filter(s -> s.startsWith(SOCKET_SETTING)).findFirst()
+                .map(s -> Path.of(s.substring(SOCKET_SETTING.length()))).orElseGet(WardenProcess::switchSocket);
+        options.add(SOCKET_SETTING + socket);
         options.addAll(settings);
         // SIGINT at its default, as a terminal or a kubelet starts warden: a test run started as a background job of a
         // shell without job control inherits SIGINT ignored, which a JVM keeps ignored (ServeIT's SIGINT test).
@@ -121,7 +127,30 @@ public final class WardenProcess implements AutoCloseable {
         Path log = logFile(name);
         ProcessBuilder builder = builder(command, name, env, cwd);
         Process process = builder.redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        return new WardenProcess(process, host, port, managementPort, log, tokenIn(settings));
+        WardenProcess warden = new WardenProcess(process, host, port, managementPort, log, tokenIn(settings));
+        warden.socket = socket;
+        return warden;
+    }
+
+    private static final String SOCKET_SETTING = "-Dwarden.gate.supervisor.socket=";
+
+    /** A switch socket's path of its own, short enough for a Unix socket (the default, /run/warden, is the pod's). */
+    public static Path switchSocket() {
+        try {
+            return Files.createTempDirectory("warden-switch-").resolve("switch.sock");
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /** The setting that puts a warden's switch socket at {@code socket}. */
+    public static String socketSetting(Path socket) {
+        return SOCKET_SETTING + socket;
+    }
+
+    /** Where lilbee's supervisor reaches this warden in gate mode. */
+    public Path socket() {
+        return socket;
     }
 
     private static String tokenIn(List<String> settings) throws IOException {
