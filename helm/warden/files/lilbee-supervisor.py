@@ -17,6 +17,8 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
 - lilbee is started again only on a new permit: a lilbee that exits waits for warden, never for an old one.
   A quick exit waits longer each time (1 s doubling to 30 s; 1 s again after a minute's run).
 - SIGTERM and SIGINT go on to lilbee, whose exit code this exits with.
+- What it runs and the permit it holds go to warden on every change and once a second; a stop warden numbered is
+  answered ("stopped N") once no lilbee runs and no permit is held: a warden letting its Lease go waits for that.
 - --health-port answers any HTTP request from this loop itself: the kubelet's liveness probe on it restarts
   a supervisor that has stopped turning (SIGSTOP), which could no longer stop lilbee.
 
@@ -346,6 +348,7 @@ class Supervisor:
         self.last_report = None
         self.last_permit = None
         self.report_at = 0
+        self.ack_wanted = None
         self.wake_r, self.wake_w = socket.socketpair()
         self.wake_r.setblocking(False)
         self.wake_w.setblocking(False)
@@ -440,9 +443,10 @@ class Supervisor:
                 self.apply(now, "start", int(words[1]))
             elif kind == "go" and len(words) == 2:
                 self.apply(now, "go", int(words[1]))
-            elif kind == "stop":
+            elif kind == "stop" and len(words) >= 2:
                 if self.rules.permit_until or self.lilbee is not None:
-                    log("warden: %s" % " ".join(words[1:])[:200])
+                    log("warden: %s" % " ".join(words[2:])[:200])
+                self.ack_wanted = int(words[1])
                 self.apply(now, "stop")
         except ValueError:
             pass
@@ -506,6 +510,10 @@ class Supervisor:
             self.last_report = state
             self.last_permit = held
             self.report_at = now + REPORT_EVERY
+        if self.ack_wanted is not None and self.rules.lilbee == "none" and not self.rules.has_gate:
+            # warden's stop is done: no lilbee, no permit. A warden letting its Lease go waits for this.
+            self.warden.send("stopped %d" % self.ack_wanted)
+            self.ack_wanted = None
 
 
 if __name__ == "__main__":

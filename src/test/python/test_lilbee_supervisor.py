@@ -75,6 +75,14 @@ def children(pid):
         return []
 
 
+def dead(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as stat:
+            return stat.read().split(") ")[1][0] == "Z"
+    except OSError:
+        return True
+
+
 def flock_free(path):
     """Whether an exclusive flock on path can be taken now (taken and let go at once)."""
     fd = os.open(path, os.O_RDONLY)
@@ -148,8 +156,8 @@ class FakeWarden:
     def go(self, seconds):
         self.conn.send(("go %d\n" % (time.monotonic_ns() + int(seconds * 1e9))).encode())
 
-    def stop(self):
-        self.conn.send(b"stop warden says no\n")
+    def stop(self, seq=1):
+        self.conn.send(b"stop %d warden says no\n" % seq)
 
     def lines(self):
         try:
@@ -298,9 +306,10 @@ class Pod(unittest.TestCase):
         stopped = time.monotonic()
         warden.stop()
         wait_for("SIGTERM on a stop", lambda: "term" in self.lilbee_states())
-        wait_for("lilbee killed", lambda: not os.path.exists("/proc/%d" % pid) or open("/proc/%d/stat" % pid).read().split(") ")[1][0] == "Z")
+        wait_for("lilbee killed", lambda: dead(pid))
         self.assertGreaterEqual(time.monotonic() - stopped, 0.9, "SIGKILL only after the grace")
         wait_for("the gate free", lambda: flock_free(self.gate_lock))
+        self.assertEqual("stopped 1", warden.report(lambda line: line.startswith("stopped")), "the stop answered, once done")
 
     def test_a_restarted_warden_gets_the_gate_lock_back(self):
         warden = self.warden()

@@ -1,17 +1,19 @@
-"""A test kubelet for one pod: run as PID 1 of the pod's own PID namespace
-(unshare --pid --fork --mount-proc --kill-child), so the pod's processes see each other and
-nothing else, as with shareProcessNamespace: true.
+"""A test kubelet for one pod: run as PID 1 of the pod's own PID namespace (unshare --pid --fork --mount-proc
+--kill-child), inside the pod's own network namespace, so the pod's processes see each other and nothing else, as with
+shareProcessNamespace: true, and listen on the pod's own ports.
 
-It starts the sidecar (warden) when one is given, asks its startup probe once a probe period
-until it answers 200, then starts the main container (the real `lilbee serve`) and never asks
-again, as Kubernetes reads a startup probe once. A container that exits is restarted after the
-kubelet's back-off (10 s doubling to 5 minutes, reset after 10 minutes of running). Without a
-sidecar the main container starts at once: a bare `lilbee serve` replica.
+It runs the pod as the chart's manifests say: the sidecar (warden) first; the main container once warden's startup
+probe answers 200 (asked once a probe period; never again, as Kubernetes reads a startup probe once). In gate mode the
+main container is lilbee's supervisor running `lilbee serve`, exactly the chart's command. A container that exits is
+restarted after the kubelet's back-off (10 s doubling to 5 minutes, reset after 10 minutes of running). Liveness probes
+as the chart's: warden's /q/health/live every 10 s, three failures restart it (SIGTERM, SIGKILL after 5 s); the
+supervisor's health port every second, two failures restart lilbee's container (SIGTERM, SIGKILL after 1 s). Without
+a sidecar the main container starts at once: a bare `lilbee serve` replica.
 
-Every start and exit goes to the events file as one JSON line, for the test to read:
-{"t": epoch seconds, "container": "warden"|"lilbee", "event": "start"|"exit", "pid": n, "rc": n}.
-pids are the pod's own (its namespace's). SIGTERM ends the pod: each container gets SIGTERM, then
-SIGKILL after the grace period.
+Every container start and exit, and every probe that restarts one, goes to the events file as one JSON line:
+{"t": epoch seconds, "container": "warden"|"lilbee", "event": "start"|"exit"|"liveness", "pid": n, "rc": n}.
+pids are the pod's own (its namespace's). SIGTERM ends the pod: each container gets SIGTERM, then SIGKILL after the
+grace period; every process of the pod dies with this PID 1.
 """
 
 import json
@@ -35,16 +37,31 @@ def event(container, name, **fields):
     events.write(json.dumps(dict(t=time.time(), container=container, event=name, **fields)) + "\n")
 
 
+def answers(url, timeout):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            return answer.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except (urllib.error.URLError, OSError):
+        return -1
+
+
 class Container:
     def __init__(self, name, spec):
         self.name = name
         self.argv = spec["argv"]
         self.env = dict(spec.get("env", {}))
+        self.env["WARDEN_TEST_CONTAINER"] = "%s-%s" % (config["name"], name)
         self.log = spec["log"]
+        self.liveness = spec.get("liveness")
         self.pid = None
         self.started_at = None
         self.delay = 0.0
         self.restart_at = None
+        self.failures = 0
+        self.next_probe = 0.0
+        self.kill_at = None
 
     def start(self):
         log = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -59,6 +76,9 @@ class Container:
         self.pid = pid
         self.started_at = time.monotonic()
         self.restart_at = None
+        self.failures = 0
+        self.kill_at = None
+        self.next_probe = time.monotonic() + (self.liveness or {}).get("initial", 0)
         event(self.name, "start", pid=pid)
 
     def exited(self, status):
@@ -66,17 +86,38 @@ class Container:
         ran = time.monotonic() - self.started_at
         event(self.name, "exit", pid=self.pid, rc=rc)
         self.pid = None
+        self.kill_at = None
         # The kubelet's CrashLoopBackOff: 10 s, doubling, at most 5 minutes; forgotten after 10 quiet minutes.
         self.delay = BACKOFF if ran >= BACKOFF_RESET or self.delay == 0 else min(self.delay * 2, BACKOFF_MAX)
         self.restart_at = time.monotonic() + self.delay
 
+    def probe(self, now):
+        """The liveness probe, once a period: a container failing it enough times in a row gets SIGTERM, then SIGKILL."""
+        if self.pid is None or self.liveness is None or now < self.next_probe:
+            return
+        if self.kill_at is not None:
+            if now >= self.kill_at:
+                self.kill_all(signal.SIGKILL)
+            return
+        self.next_probe = now + self.liveness["period"]
+        status = answers(self.liveness["url"], self.liveness["timeout"])
+        self.failures = self.failures + 1 if status < 200 or status >= 400 else 0
+        if self.failures >= self.liveness["failures"]:
+            event(self.name, "liveness", pid=self.pid)
+            os.kill(self.pid, signal.SIGTERM)
+            self.kill_at = now + self.liveness["grace"]
 
-def started(url):
-    try:
-        with urllib.request.urlopen(url, timeout=1) as answer:
-            return answer.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
+    def kill_all(self, signum):
+        """Every process of the container (a cgroup's, to a real runtime): here, those carrying its marker."""
+        marker = ("WARDEN_TEST_CONTAINER=%s-%s\0" % (config["name"], self.name)).encode()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != os.getpid():
+                try:
+                    with open("/proc/%s/environ" % entry, "rb") as environ:
+                        if marker in environ.read() + b"\0":
+                            os.kill(int(entry), signum)
+                except OSError:
+                    pass
 
 
 sidecar = Container("warden", config["warden"]) if "warden" in config else None
@@ -108,14 +149,17 @@ while not stopping:
             break
         for c in containers:
             if c.pid == pid:
+                # The runtime kills what else the container runs once its main process is gone.
+                c.kill_all(signal.SIGKILL)
                 c.exited(status)
     now = time.monotonic()
     if not gate_open and now >= next_probe:
         next_probe = now + PROBE_PERIOD
-        if started(config["started_url"]):
+        if answers(config["started_url"], 1) == 200:
             gate_open = True
             event("warden", "started")
     for c in containers:
+        c.probe(now)
         if c.pid is None and (c is sidecar or gate_open):
             if c.restart_at is None and c.started_at is None or c.restart_at is not None and now >= c.restart_at:
                 c.start()
@@ -135,5 +179,4 @@ while any(c.pid for c in containers) and time.monotonic() < deadline:
             c.exited(status)
     time.sleep(0.05)
 for c in containers:
-    if c.pid:
-        os.kill(c.pid, signal.SIGKILL)
+    c.kill_all(signal.SIGKILL)

@@ -40,6 +40,11 @@ import org.jboss.logging.Logger;
 public class GateKeeper {
 
     private static final Logger LOG = Logger.getLogger(GateKeeper.class);
+    /**
+     * How long a stopping warden waits for its lilbee to be gone before it lets its Lease go (lilbee drains its requests
+     * within the supervisor's grace); past it the Lease is left to expire.
+     */
+    private static final Duration LEASE_RELEASE_WAIT = Duration.ofSeconds(4);
     /** How often a standby asks the node's lock table who holds the gate, for the status alone. */
     private static final Duration HOLDER_LOOK = Duration.ofSeconds(1);
 
@@ -183,7 +188,7 @@ public class GateKeeper {
     public GateKeeper(Edges edges, GateTimings timings) {
         this.edges = edges;
         this.rounds = new GateRound(new GateDecision(timings));
-        this.loop = new KeeperLoop("gate keeper", edges.pollInterval());
+        this.loop = new KeeperLoop("gate keeper", edges.pollInterval(), LEASE_RELEASE_WAIT.plusSeconds(1));
     }
 
     /** Starts contending for the gate of {@code lilbeePaths}'s data dir until {@link #stop()}. */
@@ -286,21 +291,48 @@ public class GateKeeper {
         publish(r, result.seen(), Phase.RUNNING);
     }
 
+    /**
+     * The keeper stops: lilbee's supervisor is told to stop lilbee, the gate lock is let go (a lilbee still holding it
+     * keeps it until it is gone), and in lease mode the Lease is released once the supervisor says its lilbee is gone
+     * and it holds no permit, or once every permit given has run out; a warden that must exit sooner leaves the Lease to
+     * expire.
+     */
     private void finish(Round r) {
-        Moment now = edges.clock().now();
-        r.lilbeeSwitch.say(new Word.Stop("warden stops"), now, r.gate.descriptor());
+        r.lilbeeSwitch.say(new Word.Stop("warden stops"), edges.clock().now(), r.gate.descriptor());
         r.gate.close();
-        r.lilbeeSwitch.close();
         if (lease != null) {
-            boolean letGo = rounds.decision().mayLetTheLeaseGo(r.phase, now);
+            boolean letGo = awaitStopDone(r);
             if (!letGo) {
-                LOG.infof("Not releasing the Lease %s: a permit this warden gave may still keep its lilbee for %d ms; the"
-                        + " Lease passes once it expires", lease.name(), r.phase.permitsEnd().since(now).toMillis());
+                LOG.infof("Not releasing the Lease %s: a permit this warden gave may still keep its lilbee; the Lease passes"
+                        + " once it expires", lease.name());
             }
             lease.close(letGo);
         }
+        r.lilbeeSwitch.close();
         publish(r, null, Phase.STOPPED);
         LOG.info("The gate keeper has stopped");
+    }
+
+    /** Until the supervisor says the stop is done, or no permit given can be used any more, or {@link #LEASE_RELEASE_WAIT}. */
+    private boolean awaitStopDone(Round r) {
+        Moment deadline = edges.clock().now().plus(LEASE_RELEASE_WAIT);
+        while (true) {
+            Moment now = edges.clock().now();
+            r.lilbeeSwitch.poll(now);
+            if (r.lilbeeSwitch.stopDone() || rounds.decision().mayLetTheLeaseGo(r.phase, now)) {
+                return true;
+            }
+            if (!now.isBefore(deadline)) {
+                return false;
+            }
+            r.lilbeeSwitch.say(new Word.Stop("warden stops"), now, java.util.OptionalInt.empty());
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
     }
 
     private void publish(Round r, Observation seen, Phase phase) {

@@ -22,7 +22,7 @@ import org.jboss.logging.Logger;
  * warden's end of the switch: a Unix socket, on a volume only warden's and lilbee's containers mount, that lilbee's
  * supervisor ({@code helm/warden/files/lilbee-supervisor.py}) connects to. warden tells it, a line at a time, whether
  * lilbee may start ({@code start <until>}, with the gate lock's descriptor), go on ({@code go <until>}) or must stop
- * ({@code stop <reason>}); it reports the lilbee it runs ({@code lilbee <pid> <start ticks> <launched>} or
+ * ({@code stop <n> <reason>}, answered {@code stopped <n>} once done); it reports the lilbee it runs ({@code lilbee <pid> <start ticks> <launched>} or
  * {@code lilbee none}) and the end of the permit it holds ({@code permit <until>}, 0 for none), and, to a warden
  * restarted beside a running lilbee, gives the gate lock back ({@code gate}, with the descriptor). The socket is warden's UID's alone (mode 0600), and a peer of another UID is not listened to.
  *
@@ -50,6 +50,9 @@ public final class LilbeeSwitch implements AutoCloseable {
     private final List<Connection> connections = new ArrayList<>();
     private Optional<Report> report = Optional.empty();
     private int offeredGate = -1;
+    /** Each stop said after something else is numbered: a supervisor answers it once it is done. */
+    private long stopNumber;
+    private String lastKind = "";
 
     /** What the supervisor last reported: the lilbee it runs, if any, and the end of the permit it holds, if any. */
     public record Report(Optional<Running> lilbee, Optional<Moment> permit) {
@@ -67,6 +70,8 @@ public final class LilbeeSwitch implements AutoCloseable {
         Optional<Report> report = Optional.empty();
         String lastWord = "";
         Moment lastSaid;
+        /** The last stop this supervisor answered as done ({@code stopped <n>}). */
+        long stopped;
 
         Connection(int fd) {
             this.fd = fd;
@@ -133,6 +138,15 @@ public final class LilbeeSwitch implements AutoCloseable {
         return connections.stream().anyMatch(c -> c.greeted);
     }
 
+    /**
+     * Whether the last stop said is done: every supervisor connected has answered it (no lilbee runs, no permit held).
+     * False before any stop, and while none is connected (a supervisor out of reach may still hold a permit).
+     */
+    public boolean stopDone() {
+        List<Connection> greeted = connections.stream().filter(c -> c.greeted).toList();
+        return lastKind.equals("stop") && !greeted.isEmpty() && greeted.stream().allMatch(c -> c.stopped == stopNumber);
+    }
+
     /** The newest supervisor's last report. */
     public Optional<Report> report() {
         return report;
@@ -153,16 +167,20 @@ public final class LilbeeSwitch implements AutoCloseable {
      * {@code gateFd} (when there is one: not where the Lease alone elects).
      */
     public void say(Word word, Moment now, OptionalInt gateFd) {
+        if (word instanceof Word.Stop && !lastKind.equals("stop")) {
+            stopNumber++;
+        }
         String line = switch (word) {
             case Word.Start start -> "start " + start.until().nanos();
             case Word.Go go -> "go " + go.until().nanos();
-            case Word.Stop stop -> "stop " + printable(stop.reason());
+            case Word.Stop stop -> "stop " + stopNumber + " " + printable(stop.reason());
             case Word.Silent silent -> null;
         };
         if (line == null) {
             return;
         }
         String kind = line.substring(0, line.indexOf(' '));
+        lastKind = kind;
         for (Connection connection : List.copyOf(connections)) {
             if (!connection.greeted) {
                 continue;
@@ -271,6 +289,11 @@ public final class LilbeeSwitch implements AutoCloseable {
                         Optional<Running> lilbee = connection.report.flatMap(Report::lilbee);
                         connection.report = Optional.of(new Report(lilbee, until == 0 ? Optional.empty()
                                 : Optional.of(new Moment(until))));
+                    }
+                }
+                case "stopped" -> {
+                    if (words.length == 2) {
+                        connection.stopped = Long.parseLong(words[1]);
                     }
                 }
                 case "gate" -> {

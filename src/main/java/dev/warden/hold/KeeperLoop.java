@@ -19,18 +19,25 @@ public final class KeeperLoop {
 
     private static final Logger LOG = Logger.getLogger(KeeperLoop.class);
 
-    /** How long shutdown waits for a round in progress (normally microseconds) before giving up. */
+    /** How long shutdown waits for a round in progress (normally microseconds) and the last step, before giving up. */
     private static final Duration STOP_JOIN = Duration.ofSeconds(2);
 
     private final String name;
     private final Duration interval;
+    private final Duration stopJoin;
     private final CompletableFuture<Void> stopSignal = new CompletableFuture<>();
     private volatile long lastRoundNanos = System.nanoTime();
     private volatile Thread thread;
 
     public KeeperLoop(String name, Duration interval) {
+        this(name, interval, STOP_JOIN);
+    }
+
+    /** @param stopJoin how long {@link #stop()} waits for the last step, for a keeper whose last step waits on another process */
+    public KeeperLoop(String name, Duration interval, Duration stopJoin) {
         this.name = name;
         this.interval = interval;
+        this.stopJoin = stopJoin;
     }
 
     /**
@@ -73,7 +80,7 @@ public final class KeeperLoop {
             return;
         }
         try {
-            loop.join(STOP_JOIN);
+            loop.join(stopJoin);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -98,7 +98,7 @@ class LeaseTakeoverBench {
             plane.pauseApiServer();
             long at = System.nanoTime();
             try {
-                Await.until("the leader steps down", Duration.ofSeconds(60), () -> leader.status("/q/health/started") != 200);
+                Await.until("the leader steps down", Duration.ofSeconds(60), () -> !leader.permits());
                 steppedDown[i] = (System.nanoTime() - at) / 1000;
             } finally {
                 plane.resumeApiServer();

@@ -26,8 +26,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Gate mode's Lease election against a real kube-apiserver: wardens in lease mode, each on a data
  * root of its own (as pods on different nodes, whose file locks do not meet), authenticated with a
- * token of a ServiceAccount bound to the chart's own Role. Short timings (an 8 s Lease, 4 s renew
- * deadline, 1 s retry, 1 s fence grace) keep it quick; the defaults are client-go's.
+ * token of a ServiceAccount bound to the chart's own Role, each beside the real lilbee supervisor running a stand-in.
+ * Short timings (an 8 s Lease, 4 s renew deadline, 1 s retry, the supervisor's 1 s grace) keep it quick; the defaults
+ * are client-go's.
  */
 class LeaseInteropIT {
 
@@ -82,25 +83,14 @@ class LeaseInteropIT {
         wardens = new LeaseWardens("lease", tokenConfig, dir, List.of("-Dwarden.gate.lease.name=" + LEASE_NAME,
                 "-Dwarden.gate.lease.duration=" + LEASE.toSeconds() + "s",
                 "-Dwarden.gate.lease.renew-deadline=" + RENEW_DEADLINE.toSeconds() + "s",
-                "-Dwarden.gate.lease.retry-period=" + RETRY.toSeconds() + "s", "-Dwarden.gate.lease.fence-grace=1s"));
+                "-Dwarden.gate.lease.retry-period=" + RETRY.toSeconds() + "s", "-Dwarden.gate.supervisor.grace=1s",
+                "-Dwarden.gate.supervisor.stall-bound=1s"));
     }
 
     @AfterEach
     void stopWardens() throws Exception {
         wardens.close();
-        for (Peer lilbee : lilbees) {
-            lilbee.close();
-        }
         plane.kubectl(null, "-n", NAMESPACE, "delete", "lease", LEASE_NAME, "--ignore-not-found");
-    }
-
-    /** A stand-in for a pod's {@code lilbee serve}: a real process holding its server.lock, its command line lilbee's. */
-    private Peer lilbee(String identity) throws Exception {
-        Path lock = Files.createDirectories(dir.resolve(identity).resolve("data")).resolve("server.lock");
-        Peer lilbee = Peer.pythonHolder(lock, "pass", "/opt/lilbee/bin/lilbee", "serve");
-        lilbees.add(lilbee);
-        lilbee.awaitLine("locked", Duration.ofSeconds(10));
-        return lilbee;
     }
 
     private String holder() {
@@ -122,7 +112,8 @@ class LeaseInteropIT {
             if (other != leader) {
                 // A standby learns the holder at its next attempt (a retry period, with jitter, after it last looked).
                 other.awaitJson("/api/v1/status", "/gate/lease/holder", h -> h.asText().equals(identity));
-                assertEquals(503, other.status("/q/health/started"), "a warden without the Lease is not started");
+                assertFalse(other.permits(), "a warden without the Lease lets no lilbee run");
+                assertEquals(List.of(), wardens.lilbee(other).serving());
             }
         }
         // Every warden, standby or leader, reports the last renewal it saw: what WardenLeaseNotRenewed reads.
@@ -147,9 +138,9 @@ class LeaseInteropIT {
     }
 
     /**
-     * The API server freezes: the leader steps down (not started, not ready) and its lilbee is SIGTERMed,
-     * all before the Lease could expire for another warden, which never starts meanwhile; thawed, the
-     * election goes on and one warden is started again.
+     * The API server freezes: the leader steps down (its permits end with its lead, it withdraws them, not ready) and
+     * its supervisor SIGTERMs its lilbee, all before the Lease could expire for another warden, whose lilbee never runs
+     * meanwhile; thawed, the election goes on and one pod's lilbee serves again.
      */
     @Test
     void aLeaderCutOffFromTheApiServerStepsDownAndFencesItsLilbeeBeforeTheLeaseCanExpire() throws Exception {
@@ -158,16 +149,16 @@ class LeaseInteropIT {
         wardens.watchForOverlaps();
         Await.until("one warden is started", Duration.ofSeconds(60), () -> wardens.theOneStarted().isPresent());
         WardenProcess leader = wardens.theOneStarted().orElseThrow();
-        String identity = leader.json("/api/v1/status").at("/gate/lease/identity").asText();
-        Peer lilbee = lilbee(identity);
+        long lilbee = wardens.lilbee(leader).serving().getFirst();
         leader.awaitStatus("/q/health/ready", 200);
         long renewedBefore = System.nanoTime();
         plane.pauseApiServer();
         try {
             long paused = System.nanoTime();
-            Await.until("the leader's lilbee is gone", Duration.ofSeconds(30), () -> !lilbee.process().isAlive());
+            Await.until("the leader's lilbee is gone", Duration.ofSeconds(30),
+                    () -> ProcessHandle.of(lilbee).map(p -> !p.isAlive()).orElse(true));
             Duration fenced = Duration.ofNanos(System.nanoTime() - paused);
-            assertEquals(503, leader.status("/q/health/started"), "not started once stepped down\n" + leader.log());
+            assertFalse(leader.permits(), "no permit once stepped down\n" + leader.log());
             assertEquals(503, leader.status("/q/health/ready"));
             // The last renewal was at most a retry period before the pause: the Lease cannot expire sooner than this.
             Duration earliestExpiry = LEASE.minus(RETRY);
@@ -177,7 +168,7 @@ class LeaseInteropIT {
             // (fabric8's elector alone notices only after the request in flight and its next retry).
             assertTrue(fenced.compareTo(RENEW_DEADLINE.plusMillis(500)) < 0, "stepped down " + fenced.toMillis()
                     + " ms after the freeze, past the renew deadline\n" + leader.log());
-            assertEquals(143, lilbee.process().exitValue(), "SIGTERM, not SIGKILL: it had its grace");
+            assertTrue(wardens.lilbee(leader).stateLines().contains("term " + lilbee), "SIGTERM first: it had its grace");
             assertTrue(leader.log().contains("Stepped down"), leader.log());
             assertTrue(Duration.ofNanos(System.nanoTime() - renewedBefore).compareTo(Duration.ofSeconds(30)) < 0);
         } finally {

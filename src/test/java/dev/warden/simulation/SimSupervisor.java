@@ -34,6 +34,8 @@ final class SimSupervisor {
     private Integer exited;
     private final List<Message> inbox = new ArrayList<>();
     private String lastReport = "";
+    /** A stop heard and not answered yet: answered once no lilbee runs and no permit is held. */
+    private boolean ackWanted;
     private long reportedAt;
 
     SimSupervisor(Sim sim, SimPod pod) {
@@ -85,6 +87,7 @@ final class SimSupervisor {
         }
         apply("tick", 0);
         report();
+        acknowledge();
         if (proc.alive) {
             sim.at(TICK, proc, "supervisor tick", this::tick);
         }
@@ -152,7 +155,10 @@ final class SimSupervisor {
                 apply("start", start.until().nanos());
             }
             case Word.Go go -> apply("go", go.until().nanos());
-            case Word.Stop stop -> apply("stop", 0);
+            case Word.Stop stop -> {
+                ackWanted = true;
+                apply("stop", 0);
+            }
             case Word.Silent silent -> {
             }
         }
@@ -206,5 +212,14 @@ final class SimSupervisor {
         reportedAt = sim.now();
         SimWarden to = warden;
         sim.at(sim.between(0, 3 * Sim.MS), null, "report", () -> to.report(running, permit));
+    }
+
+    /** The stop answered once done, to the warden connected (a stopping warden lets its Lease go on it). */
+    private void acknowledge() {
+        if (ackWanted && warden != null && rules.lilbee == SupervisorRules.Lilbee.NONE && !rules.hasGate) {
+            ackWanted = false;
+            SimWarden to = warden;
+            sim.at(sim.between(0, 3 * Sim.MS), null, "stopped", to::stopDone);
+        }
     }
 }

@@ -44,6 +44,7 @@ final class SimWarden implements GateWorld {
     private String lastSaid = "";
     private long lastSaidAt;
     private boolean stopping;
+    private boolean stopDone;
 
     SimWarden(Sim sim, SimPod pod) {
         this.sim = sim;
@@ -98,13 +99,31 @@ final class SimWarden implements GateWorld {
         }
         sim.at(0, proc, "warden stops", () -> {
             stopping = true;
+            stopDone = false;
+            lastSaid = "";
             say(new Word.Stop("warden stops"));
             releaseGate();
-            if (phase != null && rounds.decision().mayLetTheLeaseGo(phase, sim.moment())) {
-                lease.ifPresent(SimLease::release);
-            }
-            sim.at(sim.between(10 * Sim.MS, 300 * Sim.MS), proc, "warden exits", () -> sim.die(proc, "exits (SIGTERM)"));
+            awaitStopDone(sim.now() + 4 * Sim.SECOND);
         });
+    }
+
+    /**
+     * As the keeper's last step does: the Lease is let go once the supervisor says its stop is done, or no permit given
+     * can be used any more; past the wait, the process exits and the Lease is left to expire.
+     */
+    private void awaitStopDone(long deadline) {
+        if (lease.isPresent() && phase != null && (stopDone || rounds.decision().mayLetTheLeaseGo(phase, sim.moment()))) {
+            lease.get().release();
+        } else if (lease.isPresent() && phase != null && sim.now() < deadline) {
+            sim.at(20 * Sim.MS, proc, "waiting for the stop", () -> awaitStopDone(deadline));
+            return;
+        }
+        sim.at(sim.between(10 * Sim.MS, 300 * Sim.MS), proc, "warden exits", () -> sim.die(proc, "exits (SIGTERM)"));
+    }
+
+    /** The supervisor's answer to the last stop: no lilbee runs, no permit is held. */
+    void stopDone() {
+        stopDone = true;
     }
 
     /** A report from the supervisor, delivered. */

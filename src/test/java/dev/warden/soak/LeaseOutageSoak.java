@@ -51,7 +51,7 @@ class LeaseOutageSoak {
                 long longer = random.nextLong(RETRY.toMillis() * 3);
                 plane.pauseApiServer();
                 try {
-                    Await.until("the leader steps down", Duration.ofSeconds(60), () -> leader.status("/q/health/started") != 200);
+                    Await.until("the leader steps down", Duration.ofSeconds(60), () -> !leader.permits());
                     // The outage's length is what this soak varies: the thaw lands somewhere else each round.
                     Thread.sleep(longer);
                 } finally {

@@ -15,36 +15,40 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
- * One pod of lilbee's on this machine: its own PID namespace ({@code unshare --pid --fork --mount-proc
- * --kill-child}, as root), a test kubelet as its PID 1 (src/test/resources/gate/pod_kubelet.py) that
- * runs warden in gate mode as the sidecar and the real {@code lilbee serve} as the main container, on
- * loopback ports of the pod's own. A bare pod runs lilbee alone, restarted with the kubelet's back-off.
- * Killing the pod SIGKILLs the namespace's PID 1, and the kernel kills every process in it.
+ * One pod of lilbee's on this machine, as the chart runs it: a network namespace of its own (a veth pair to this
+ * machine, which plays the node; {@link PodNetwork}) and a PID namespace of its own ({@code unshare --pid --fork
+ * --mount-proc --kill-child}, as root) whose PID 1 is a test kubelet (src/test/resources/gate/pod_kubelet.py). It runs
+ * warden in gate mode on its default ports as the native sidecar, and lilbee's container exactly as the chart's
+ * command does: the real supervisor (helm/warden/files/lilbee-supervisor.py) running the real {@code lilbee serve} on
+ * port 8080, with the chart's liveness probes. A bare pod runs {@code lilbee serve} alone, restarted with the kubelet's
+ * back-off. Killing the pod SIGKILLs the namespace's PID 1, and the kernel kills every process in it.
  */
 public final class GatePod implements AutoCloseable {
 
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(2);
+    public static final int LILBEE_PORT = 8080;
+    public static final int SUPERVISOR_PORT = 8081;
+    public static final int API_PORT = 9095;
+    public static final int MANAGEMENT_PORT = 9096;
+    private static final Pattern EXIT = Pattern.compile("lilbee exited \\((-?\\d+)\\)");
 
     private final String name;
+    private final PodNetwork network;
     private final Process unshare;
     private final Path events;
-    private final int lilbeePort;
-    private final int port;
-    private final int managementPort;
     private final Path wardenLog;
     private final Path lilbeeLog;
 
-    private GatePod(String name, Process unshare, Path events, int lilbeePort, int port, int managementPort, Path wardenLog,
-            Path lilbeeLog) {
-        this.port = port;
+    private GatePod(String name, PodNetwork network, Process unshare, Path events, Path wardenLog, Path lilbeeLog) {
         this.name = name;
+        this.network = network;
         this.unshare = unshare;
         this.events = events;
-        this.lilbeePort = lilbeePort;
-        this.managementPort = managementPort;
         this.wardenLog = wardenLog;
         this.lilbeeLog = lilbeeLog;
     }
@@ -55,64 +59,87 @@ public final class GatePod implements AutoCloseable {
     }
 
     /**
-     * A pod of warden {@code serve --mode gate} and {@code lilbee serve} on {@code env}'s data root
-     * ({@link LilbeeServe#environment}), readiness also asking lilbee's {@code /api/health}.
+     * A pod of warden {@code serve --mode gate} and lilbee's supervisor running {@code lilbee serve}, on {@code env}'s data
+     * root ({@link LilbeeServe#environment}), readiness also asking lilbee's {@code /api/health}.
      */
     public static GatePod gated(String name, Map<String, String> env, Kubelet kubelet, String... wardenSettings)
-            throws IOException {
+            throws IOException, InterruptedException {
         return start(name, env, kubelet, true, List.of(wardenSettings));
     }
 
     /** A pod of {@code lilbee serve} alone: without warden, as lilbee runs on Kubernetes today. */
-    public static GatePod bare(String name, Map<String, String> env, Kubelet kubelet) throws IOException {
+    public static GatePod bare(String name, Map<String, String> env, Kubelet kubelet) throws IOException, InterruptedException {
         return start(name, env, kubelet, false, List.of());
     }
 
-    /** Pods need a PID namespace each: root, as CI runs (the test says so and stops where it is not). */
+    /** Pods need PID and network namespaces of their own: root, as CI has (the test says so and stops where it is not). */
     public static void assumeRoot() {
         if (!"0".equals(dev.warden.lock.FileLocker.currentUid())) {
-            String why = "pods in PID namespaces of their own need root (unshare --pid), as CI has";
+            String why = "pods in PID and network namespaces of their own need root (unshare, ip netns), as CI has";
             System.err.println("SKIPPED: " + why);
             org.junit.jupiter.api.Assumptions.abort(why);
         }
     }
 
-    private static GatePod start(String name, Map<String, String> env, Kubelet kubelet, boolean gated,
-            List<String> wardenSettings) throws IOException {
-        int lilbeePort = FakeEngine.freePort();
-        int port = FakeEngine.freePort();
-        int managementPort = FakeEngine.freePort();
+    private static GatePod start(String name, Map<String, String> env, Kubelet kubelet, boolean gated, List<String> wardenSettings)
+            throws IOException, InterruptedException {
+        PodNetwork network = PodNetwork.create();
         Path events = WardenProcess.logFile(name + "-events");
         Path wardenLog = WardenProcess.logFile(name + "-warden");
         Path lilbeeLog = WardenProcess.logFile(name + "-lilbee");
         Map<String, String> environment = WardenProcess.environment(env);
+        Path socket = WardenProcess.switchSocket();
         ObjectNode config = JSON.createObjectNode();
+        config.put("name", name);
         config.put("events", events.toString());
         config.put("backoff", kubelet.backoff().toMillis() / 1000.0);
         config.put("probe_period", kubelet.probePeriod().toMillis() / 1000.0);
-        config.put("started_url", "http://127.0.0.1:" + managementPort + "/q/health/started");
+        config.put("started_url", "http://127.0.0.1:" + MANAGEMENT_PORT + "/q/health/started");
+        List<String> lilbeeServe = List.of(LilbeeServe.command("lilbee").toString(), "serve", "--host", "0.0.0.0", "--port",
+                Integer.toString(LILBEE_PORT));
         ObjectNode lilbee = config.putObject("lilbee");
-        lilbee.putPOJO("argv", List.of(LilbeeServe.command("lilbee").toString(), "serve", "--port", Integer.toString(lilbeePort)));
         lilbee.putPOJO("env", environment);
         lilbee.put("log", lilbeeLog.toString());
         if (gated) {
-            List<String> settings = new ArrayList<>(List.of("-Dquarkus.http.port=" + port,
-                    "-Dquarkus.http.host=127.0.0.1", "-Dquarkus.management.port=" + managementPort,
-                    "-Dquarkus.management.host=127.0.0.1",
-                    "-Dwarden.gate.health-url=http://127.0.0.1:" + lilbeePort + "/api/health"));
+            // The chart's command, word for word but for the file's place (the chart mounts it at /opt/warden).
+            List<String> command = new ArrayList<>(List.of(Supervised.python(), Supervised.SUPERVISOR.toString(), "--socket",
+                    socket.toString(), "--validity", "5", "--grace", "2", "--health-port", Integer.toString(SUPERVISOR_PORT), "--"));
+            command.addAll(lilbeeServe);
+            lilbee.putPOJO("argv", command);
+            lilbee.set("liveness", liveness("http://127.0.0.1:" + SUPERVISOR_PORT + "/", 1, 2, 1));
+            List<String> settings = new ArrayList<>(List.of("-Dquarkus.http.host=0.0.0.0", "-Dquarkus.management.host=0.0.0.0",
+                    WardenProcess.socketSetting(socket), "-Dwarden.gate.health-url=http://127.0.0.1:" + LILBEE_PORT + "/api/health"));
             settings.addAll(wardenSettings);
             ObjectNode warden = config.putObject("warden");
             warden.putPOJO("argv", WardenProcess.serveCommand(settings, "--mode", "gate"));
             warden.putPOJO("env", environment);
             warden.put("log", wardenLog.toString());
+            warden.set("liveness", liveness("http://127.0.0.1:" + MANAGEMENT_PORT + "/q/health/live", 10, 3, 5));
+        } else {
+            lilbee.putPOJO("argv", lilbeeServe);
         }
         Path configFile = WardenProcess.logFile(name + "-kubelet").resolveSibling(name + "-kubelet-" + System.nanoTime() + ".json");
         Files.writeString(configFile, JSON.writeValueAsString(config));
         Path kubeletScript = Path.of("src/test/resources/gate/pod_kubelet.py").toAbsolutePath();
-        Process unshare = new ProcessBuilder("unshare", "--pid", "--fork", "--mount-proc", "--kill-child",
-                LilbeeServe.command("python").toString(), kubeletScript.toString(), configFile.toString())
-                .redirectErrorStream(true).redirectOutput(WardenProcess.logFile(name + "-kubelet").toFile()).start();
-        return new GatePod(name, unshare, events, lilbeePort, port, managementPort, wardenLog, lilbeeLog);
+        List<String> command = new ArrayList<>(network.enter());
+        command.addAll(List.of("unshare", "--pid", "--fork", "--mount-proc", "--kill-child",
+                LilbeeServe.command("python").toString(), kubeletScript.toString(), configFile.toString()));
+        Process unshare = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(WardenProcess.logFile(name + "-kubelet").toFile()).start();
+        return new GatePod(name, network, unshare, events, wardenLog, lilbeeLog);
+    }
+
+    /** The chart's liveness probes: {@code failures} in a row, {@code period} seconds apart, 1 s each, then {@code grace}. */
+    private static ObjectNode liveness(String url, int period, int failures, int grace) {
+        ObjectNode probe = JSON.createObjectNode();
+        probe.put("url", url);
+        probe.put("period", period);
+        probe.put("timeout", 1);
+        probe.put("failures", failures);
+        probe.put("grace", grace);
+        // The kubelet waits a period before its first probe.
+        probe.put("initial", period);
+        return probe;
     }
 
     public String name() {
@@ -123,14 +150,19 @@ public final class GatePod implements AutoCloseable {
         return unshare.isAlive();
     }
 
+    /** The pod's address, where its warden, lilbee and supervisor listen on their ports. */
+    public String address() {
+        return network.podAddress();
+    }
+
     /** The status of one of warden's probes ({@code ready}, {@code started}, {@code live}), or -1 while it does not answer. */
     public int probe(String which) {
-        return LoopbackHttp.status(managementPort, "/q/health/" + which, PROBE_TIMEOUT);
+        return LoopbackHttp.status(address(), MANAGEMENT_PORT, "/q/health/" + which, PROBE_TIMEOUT);
     }
 
     /** warden's {@code GET /api/v1/status}, parsed; empty while it does not answer. */
     public Optional<JsonNode> status() {
-        return LoopbackHttp.body(port, "/api/v1/status", PROBE_TIMEOUT).map(body -> {
+        return LoopbackHttp.body(address(), API_PORT, "/api/v1/status", PROBE_TIMEOUT).map(body -> {
             try {
                 return JSON.readTree(body);
             } catch (IOException e) {
@@ -139,15 +171,20 @@ public final class GatePod implements AutoCloseable {
         });
     }
 
+    /** The gate's state, as warden's status says it; empty while it does not answer. */
+    public Optional<String> gateState() {
+        return status().map(s -> s.at("/gate/state").asText());
+    }
+
     /** The readiness probe's whole answer, for messages. */
     public String readiness() {
-        return LoopbackHttp.body(managementPort, "/q/health/ready", PROBE_TIMEOUT).orElse("(no answer)");
+        return LoopbackHttp.body(address(), MANAGEMENT_PORT, "/q/health/ready", PROBE_TIMEOUT).orElse("(no answer)");
     }
 
     /** Whether this pod's lilbee accepts a connection: it binds its port only once it holds server.lock. */
     public boolean lilbeeListens() {
         try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress("127.0.0.1", lilbeePort), 200);
+            socket.connect(new InetSocketAddress(address(), LILBEE_PORT), 200);
             return true;
         } catch (IOException e) {
             return false;
@@ -175,9 +212,27 @@ public final class GatePod implements AutoCloseable {
                 && event.equals(e.path("event").asText())).toList();
     }
 
-    /** A process of the pod, as this machine sees it, whose command line contains {@code marker}. */
+    /** How often the supervisor started {@code lilbee serve} in this pod (its container's log says each). */
+    public int lilbeeStarts() {
+        return (int) read(lilbeeLog).lines().filter(line -> line.contains("warden's permit: starting lilbee")).count();
+    }
+
+    /** The exit codes of every {@code lilbee serve} this pod's supervisor ran, in order. */
+    public List<Integer> lilbeeExits() {
+        List<Integer> codes = new ArrayList<>();
+        Matcher matcher = EXIT.matcher(read(lilbeeLog));
+        while (matcher.find()) {
+            codes.add(Integer.parseInt(matcher.group(1)));
+        }
+        return codes;
+    }
+
+    /** A process of the pod, as this machine sees it, whose command line contains {@code marker} (and not the supervisor's). */
     public Optional<ProcessHandle> process(String marker) {
-        return unshare.descendants().filter(p -> p.info().commandLine().orElse("").contains(marker)).findFirst();
+        return unshare.descendants().filter(p -> {
+            String command = p.info().commandLine().orElse("");
+            return command.contains(marker) && !command.contains("lilbee-supervisor.py");
+        }).findFirst();
     }
 
     /** The pod's warden (its JVM, or under -Pnative the executable) as this machine sees it. */
@@ -185,9 +240,28 @@ public final class GatePod implements AutoCloseable {
         return process(WardenProcess.nativeExecutable() ? WardenProcess.command().getFirst() : "quarkus-run.jar");
     }
 
+    /** The pod's lilbee supervisor as this machine sees it. */
+    public Optional<ProcessHandle> supervisor() {
+        return unshare.descendants().filter(p -> p.info().commandLine().orElse("").contains("lilbee-supervisor.py")).findFirst();
+    }
+
     /** The pod's {@code lilbee serve} as this machine sees it. */
     public Optional<ProcessHandle> lilbee() {
         return process("lilbee serve");
+    }
+
+    /**
+     * Starts {@code command} as a process of the pod: in its PID, mount and network namespaces (a neighbour in another
+     * container of it). It dies with the pod; a test kills it sooner by pid.
+     */
+    public Process exec(String name, String... command) throws IOException {
+        long kubelet = unshare.descendants().filter(p -> p.parent().map(parent -> parent.pid() == unshare.pid()).orElse(false))
+                .findFirst().orElseThrow(() -> new IllegalStateException(this.name + " has no PID 1")).pid();
+        List<String> all = new ArrayList<>(List.of("nsenter", "--target", Long.toString(kubelet), "--pid", "--mount", "--net",
+                "--"));
+        all.addAll(List.of(command));
+        return new ProcessBuilder(all).redirectErrorStream(true).redirectOutput(WardenProcess.logFile(this.name + "-" + name)
+                .toFile()).start();
     }
 
     public String logs() {
@@ -210,6 +284,7 @@ public final class GatePod implements AutoCloseable {
     /** SIGKILL to the pod's PID 1: every process of the pod dies at once, as when a node or a pod is killed. */
     public void kill() throws InterruptedException {
         killWhole(unshare);
+        network.close();
     }
 
     /**

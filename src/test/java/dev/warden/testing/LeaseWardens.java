@@ -11,9 +11,10 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
- * {@code warden serve --mode gate} with the Lease election against one API server, each warden on a
- * data root of its own (pods on different nodes, whose file locks never meet, so the Lease alone elects),
- * and a watch that no two of them are ever started at once. {@link #close()} stops every warden.
+ * {@code warden serve --mode gate} with the Lease election against one API server, each warden on a data root of its
+ * own (pods on different nodes, whose file locks never meet, so the Lease alone elects) beside the real lilbee
+ * supervisor running a stand-in lilbee, and a watch that no two of those lilbees ever serve at once. {@link #close()}
+ * stops every warden and supervisor.
  */
 public final class LeaseWardens implements AutoCloseable {
 
@@ -24,6 +25,10 @@ public final class LeaseWardens implements AutoCloseable {
     private final Path root;
     private final List<String> settings;
     private final List<WardenProcess> wardens = new CopyOnWriteArrayList<>();
+    private final Map<WardenProcess, Supervised> lilbees = new java.util.concurrent.ConcurrentHashMap<>();
+    /** The supervisor's own settings: the longest permit it takes and its grace (a second, as these tests' timings are). */
+    public static final Supervised.Settings SUPERVISOR = new Supervised.Settings(java.time.Duration.ofSeconds(5),
+            java.time.Duration.ofSeconds(1));
     private OverlapWatch watch;
 
     /** {@code settings}: warden's {@code -D} options on top of lease mode and each warden's identity. */
@@ -43,26 +48,36 @@ public final class LeaseWardens implements AutoCloseable {
                 "KUBERNETES_SERVICE_HOST", ""), null,
                 options, "--mode", "gate", "--data-root", root.resolve(identity).toString());
         wardens.add(warden);
+        lilbees.put(warden, Supervised.standIn(prefix + "-" + identity, warden.socket(),
+                root.resolve(identity).resolve("data/server.lock"), SUPERVISOR));
         return warden;
     }
 
-    /** Stops {@code warden} (already killed, say) being counted or watched; {@link #close()} no longer closes it. */
+    /** The stand-in lilbee {@code warden}'s supervisor runs. */
+    public Supervised lilbee(WardenProcess warden) {
+        return lilbees.get(warden);
+    }
+
+    /**
+     * Stops {@code warden} (already killed, say) being counted; {@link #close()} no longer closes it. Its lilbee is still
+     * watched until its supervisor has stopped it.
+     */
     public void forget(WardenProcess warden) {
         wardens.remove(warden);
     }
 
-    /** The one warden whose startup probe is UP; empty when none is, or more than one. */
+    /** The one warden whose pod's lilbee serves; empty when none does, or more than one. */
     public Optional<WardenProcess> theOneStarted() {
-        return WardenProcess.theOneStarted(wardens);
+        List<WardenProcess> serving = wardens.stream().filter(w -> !lilbees.get(w).serving().isEmpty()).toList();
+        return serving.size() == 1 ? Optional.of(serving.getFirst()) : Optional.empty();
     }
 
-    /** From now on, notes any moment at which more than one warden says started. */
+    /** From now on, notes any moment at which more than one warden's lilbee serves. */
     public void watchForOverlaps() {
-        watch = OverlapWatch.of(() -> wardens.stream().filter(w -> w.status("/q/health/started") == 200)
-                .map(WardenProcess::pid).toList());
+        watch = OverlapWatch.of(() -> lilbees.values().stream().flatMap(l -> l.serving().stream()).toList());
     }
 
-    /** The moments more than one warden said started, with their pids: empty is right. */
+    /** The moments more than one lilbee served, with their pids: empty is right. */
     public List<String> overlaps() {
         return watch == null ? List.of() : watch.overlaps();
     }
@@ -80,6 +95,9 @@ public final class LeaseWardens implements AutoCloseable {
         }
         for (WardenProcess warden : wardens) {
             warden.close();
+        }
+        for (Supervised lilbee : lilbees.values()) {
+            lilbee.close();
         }
     }
 }

@@ -8,7 +8,10 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Optional;
 
-/** GET on a loopback port, for polling a process the test did not start as a {@link WardenProcess} (a container's published port). */
+/**
+ * GET on a loopback port (or a pod's address), for polling a process the test did not start as a {@link WardenProcess}
+ * (a container's published port, a pod's warden).
+ */
 public final class LoopbackHttp {
 
     /**
@@ -24,17 +27,28 @@ public final class LoopbackHttp {
 
     /** The status of {@code GET http://127.0.0.1:PORT/PATH}, or -1 while nothing answers within {@code timeout}. */
     public static int status(int port, String path, Duration timeout) {
-        return send(port, path, timeout, HttpResponse.BodyHandlers.discarding()).map(HttpResponse::statusCode).orElse(-1);
+        return status("127.0.0.1", port, path, timeout);
+    }
+
+    /** The status of {@code GET http://HOST:PORT/PATH} (a pod's address, say), or -1 while nothing answers. */
+    public static int status(String host, int port, String path, Duration timeout) {
+        return send(host, port, path, timeout, HttpResponse.BodyHandlers.discarding()).map(HttpResponse::statusCode).orElse(-1);
     }
 
     /** The body of the same, whatever its status; empty while nothing answers within {@code timeout}. */
     public static Optional<String> body(int port, String path, Duration timeout) {
-        return send(port, path, timeout, HttpResponse.BodyHandlers.ofString()).map(HttpResponse::body);
+        return body("127.0.0.1", port, path, timeout);
     }
 
-    private static <T> Optional<HttpResponse<T>> send(int port, String path, Duration timeout, HttpResponse.BodyHandler<T> body) {
+    public static Optional<String> body(String host, int port, String path, Duration timeout) {
+        return send(host, port, path, timeout, HttpResponse.BodyHandlers.ofString()).map(HttpResponse::body);
+    }
+
+    private static <T> Optional<HttpResponse<T>> send(String host, int port, String path, Duration timeout,
+            HttpResponse.BodyHandler<T> body) {
         try {
-            return Optional.of(HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(timeout).build(), body));
+            return Optional.of(HTTP.send(HttpRequest.newBuilder(URI.create("http://" + host + ":" + port + path)).timeout(timeout)
+                    .build(), body));
         } catch (IOException e) {
             return Optional.empty();
         } catch (InterruptedException e) {

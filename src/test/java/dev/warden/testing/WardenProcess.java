@@ -148,6 +148,18 @@ public final class WardenProcess implements AutoCloseable {
         return SOCKET_SETTING + socket;
     }
 
+    /** In gate mode: whether this warden lets its pod's lilbee run (its status's gate.started: a permit given). */
+    public boolean permits() {
+        try {
+            return json("/api/v1/status").at("/gate/started").asBoolean();
+        } catch (IOException | RuntimeException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
     /** Where lilbee's supervisor reaches this warden in gate mode. */
     public Path socket() {
         return socket;
