@@ -97,7 +97,8 @@ class EngineUsersTest {
             }
         });
         try (AutoCloseable held = users.join(dir, "exec-1")) {
-            assertFalse(Peer.flockCanTake(dir.userLock("exec-1")));
+            assertFalse(look.isHeld(), "the join waited for the look to end");
+            assertFalse(Peer.flockCanTake(dir.userLock("exec-1")), "and holds the lock itself now");
         }
     }
 
