@@ -254,6 +254,16 @@ class Pod(unittest.TestCase):
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return fd
 
+    def serving(self, validity, ignore_term=False):
+        """A supervisor whose warden gave a permit of `validity` seconds and its gate lock: (warden, supervisor, lilbee's pid)."""
+        warden = self.warden()
+        process = self.supervise(ignore_term=ignore_term)
+        warden.accept()
+        gate = self.gate()
+        warden.start(gate, validity)
+        os.close(gate)
+        return warden, process, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
+
     def test_nothing_starts_without_a_permit(self):
         warden = self.warden()
         self.supervise()
@@ -264,13 +274,7 @@ class Pod(unittest.TestCase):
         self.assertEqual([], [s for s in self.lilbee_states() if s], "a go is no permit to start")
 
     def test_a_permit_starts_lilbee_holding_the_gate_lock_which_outlives_wardens_copy(self):
-        warden = self.warden()
-        self.supervise()
-        warden.accept()
-        gate = self.gate()
-        warden.start(gate, 3)
-        os.close(gate)
-        pid = wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
+        warden, _, pid = self.serving(3)
         report = warden.report(lambda line: line.startswith("lilbee %d " % pid))
         self.assertEqual(int(report.split()[2]), supervisor.start_ticks(pid), "the report names this very instance")
         self.assertTrue(holds_flock(pid, self.server_lock))
@@ -280,25 +284,13 @@ class Pod(unittest.TestCase):
         self.assertFalse(flock_free(self.gate_lock), "warden gone, the gate stays locked while lilbee lives")
 
     def test_a_permit_that_runs_out_stops_lilbee_and_frees_the_gate(self):
-        warden = self.warden()
-        self.supervise()
-        warden.accept()
-        gate = self.gate()
-        warden.start(gate, 1.5)
-        os.close(gate)
-        wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
+        warden, _, _ = self.serving(1.5)
         wait_for("SIGTERM when the permit ends", lambda: "term" in self.lilbee_states(), timeout=5)
         wait_for("the gate free once lilbee is gone", lambda: flock_free(self.gate_lock) and flock_free(self.server_lock))
         self.assertEqual("lilbee none", warden.report(lambda line: line == "lilbee none"))
 
     def test_renewals_keep_lilbee_and_a_stop_ends_it_with_sigkill_after_the_grace(self):
-        warden = self.warden()
-        self.supervise(ignore_term=True)
-        warden.accept()
-        gate = self.gate()
-        warden.start(gate, 3)
-        os.close(gate)
-        pid = wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
+        warden, _, pid = self.serving(3, ignore_term=True)
         for _ in range(5):
             time.sleep(1)
             warden.go(3)
@@ -312,13 +304,7 @@ class Pod(unittest.TestCase):
         self.assertEqual("stopped 1", warden.report(lambda line: line.startswith("stopped")), "the stop answered, once done")
 
     def test_a_restarted_warden_gets_the_gate_lock_back(self):
-        warden = self.warden()
-        self.supervise()
-        warden.accept()
-        gate = self.gate()
-        warden.start(gate, 3)
-        os.close(gate)
-        pid = wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
+        warden, _, pid = self.serving(3)
         warden.close()
         self.wardens.remove(warden)
         restarted = self.warden()
@@ -369,13 +355,7 @@ class Pod(unittest.TestCase):
         os.waitpid(child, 0)
 
     def test_sigterm_goes_on_to_lilbee_and_its_code_is_the_supervisors(self):
-        warden = self.warden()
-        process = self.supervise()
-        warden.accept()
-        gate = self.gate()
-        warden.start(gate, 3)
-        os.close(gate)
-        wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
+        _, process, _ = self.serving(3)
         process.send_signal(signal.SIGTERM)
         self.assertEqual(143, process.wait(10))
         self.assertIn("term", self.lilbee_states())

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
  * The chart as a user installs it, on a real cluster of two real kubelets ({@link KubeletCluster}), with
  * warden's image, the real llama-swap's and the reference lilbee image: each mode installed with helm into a
  * namespace PodSecurity holds to {@code restricted}; at every event the API server sends, at most one pod
- * Ready and at most one ready endpoint; the standby's main container never started; failover when the
+ * Ready and at most one ready endpoint; the standby's llama-swap, or its lilbee, never started; failover when the
  * serving pod is deleted, when its warden is SIGKILLed or stalled, when its node is lost; {@code helm upgrade}
  * rolling to new pods; {@code kubectl drain} of the serving node failing over; {@code helm test}. Each time
  * is printed ({@code KUBELET ...}); docs/BENCHMARKS.md's figure 11 is KubeletFailoverBench's, over many rounds.
@@ -96,14 +96,14 @@ class KubeletInteropIT {
     void gateModeStartsTheRealLilbeeInOnePodOnlyAndFailsOver() throws Exception {
         try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "gate", ClusterRelease.GATE, NODE1)) {
             report("gate: helm install to the first pod Ready", release.installed());
-            release.oneServingAndTheStandbysMainContainerNeverStarted("lilbee");
+            release.oneServingAndTheStandbysLilbeeNeverStarted();
             report("gate, force-delete of the serving pod", release.failover("force-delete", release::forceDelete));
             // Only warden's container dies: its lilbee keeps serving and the restarted warden adopts it.
             String serving = release.servingPod();
             report("gate, SIGKILL warden only: the same pod serving again", release.recovers("SIGKILL warden only", serving, "warden"));
             assertEquals(0, status(release.pod(serving), "lilbee").getRestartCount(), "lilbee kept running");
-            // lilbee's process dies (a crash, the OOM killer), twice: its container's command starts it again each time,
-            // with no kubelet back-off, and the same pod serves again.
+            // lilbee's process dies (a crash, the OOM killer), twice: its supervisor starts it again on warden's next
+            // word, with no kubelet back-off, and the same pod serves again.
             report("gate, SIGKILL lilbee: started again in the same pod", release.lilbeeStartedAgainInPod("SIGKILL lilbee", serving));
             report("gate, SIGKILL lilbee again: started again in the same pod", release.lilbeeStartedAgainInPod("SIGKILL lilbee again", serving));
             // Its whole container dies twice: restarted in place at once, then only after the kubelet's back-off, meanwhile
@@ -112,19 +112,20 @@ class KubeletInteropIT {
             report("gate, SIGKILL lilbee's container again (kubelet back-off): the standby serves", release.failover(
                     "SIGKILL lilbee's container in back-off", pod -> release.kill(pod, "lilbee", "KILL")));
             // The serving pod's warden kept down (its second crash: the kubelet's back-off, 10 s) across a real lilbee
-            // reset: it cannot stop its lilbee, which serves on the deleted lock where the standby cannot see it. The
-            // kubelet does, through lilbee's liveness probe on warden, before the standby's settle lets another lilbee
-            // start (noOverlap below); warden's own fence, once back, stops only the process, which the container's
-            // command starts again, so only the kubelet restarts the container. Either pod may serve after.
+            // reset: lilbee serves on the deleted lock where the standby cannot see it, and no warden renews its permit.
+            // Its supervisor stops it when the permit runs out, before the standby's settle lets another lilbee start
+            // (noOverlap below); the kubelet restarts nothing of lilbee's. Either pod may serve after.
             String keptDown = release.servingPod();
             report("gate, SIGKILL warden only, again: the same pod serving again", release.recovers("SIGKILL warden only", keptDown, "warden"));
             int lilbeeRestarts = status(release.pod(keptDown), "lilbee").getRestartCount();
+            ProcessHandle unrenewed = release.lilbeeOf(keptDown);
             report("gate, warden kept down across a lilbee reset: a pod serves again", release.servesAgain(pod -> {
                 release.kill(pod, "warden", "KILL");
                 release.lilbeeReset(pod);
             }));
-            Await.until("the kubelet stopped the lilbee of the pod whose warden was down", Duration.ofSeconds(30),
-                    () -> status(release.pod(keptDown), "lilbee").getRestartCount() > lilbeeRestarts);
+            Await.until("the supervisor stopped the lilbee whose permit no warden renewed", Duration.ofSeconds(30),
+                    () -> !unrenewed.isAlive());
+            assertEquals(lilbeeRestarts, status(release.pod(keptDown), "lilbee").getRestartCount(), "the kubelet restarted lilbee");
             release.helmTest();
             release.noOverlap();
         }
@@ -166,7 +167,7 @@ class KubeletInteropIT {
     void gateModeWithALeaseAcrossTwoNodesFailsOverOnDrainAndOnNodeLoss() throws Exception {
         try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "gate-lease", ClusterRelease.GATE_LEASE, null)) {
             report("gate (Lease): helm install to the first pod Ready", release.installed());
-            release.oneServingAndTheStandbysMainContainerNeverStarted("lilbee");
+            release.oneServingAndTheStandbysLilbeeNeverStarted();
             // The serving node drained: the eviction fails over (no PodDisruptionBudget blocks it) and the drain completes.
             String drainedPod = release.servingPod();
             String drainedNode = release.pod(drainedPod).getSpec().getNodeName();
@@ -184,7 +185,7 @@ class KubeletInteropIT {
             String serving = release.servingPod();
             report("gate (Lease), SIGKILL warden only: the same pod serving again", release.recovers("SIGKILL warden only", serving, "warden"));
             assertEquals(0, status(release.pod(serving), "lilbee").getRestartCount(), "lilbee kept running");
-            // lilbee's process dies: its command starts it again in the same pod. Its container dying twice: restarted in
+            // lilbee's process dies: its supervisor starts it again in the same pod. Its container dying twice: restarted in
             // place at once, then only after the kubelet's back-off, meanwhile its warden steps aside from the Lease and
             // the other node's pod serves.
             String crashing = release.servingPod();
@@ -193,8 +194,8 @@ class KubeletInteropIT {
                     release.recovers("SIGKILL lilbee's container", crashing, "lilbee"));
             report("gate (Lease), SIGKILL lilbee's container again (kubelet back-off): the other pod serves", release.failover(
                     "SIGKILL lilbee's container in back-off", pod -> release.kill(pod, "lilbee", "KILL")));
-            // The serving warden stalled: its lilbee cannot be fenced by it, and the Lease expires for the other node
-            // long before liveness restarts it; that lilbee must still be stopped before the other node's starts.
+            // The serving warden stalled: the Lease expires for the other node long before liveness restarts it; its
+            // lilbee's supervisor, its permit not renewed, stops lilbee before the other node's may start.
             String stalled = release.servingPod();
             int restarts = status(release.pod(stalled), "warden").getRestartCount();
             report("gate (Lease), SIGSTOP warden of the serving pod", release.failover("SIGSTOP warden", pod -> release.kill(pod, "warden", "STOP")));

@@ -77,14 +77,28 @@ class GateKeeperTest {
         return supervised;
     }
 
-    @Test
-    void theElectedPodsLilbeeRunsHoldingTheGateLockAndTheStandbysNever() throws Exception {
+    /** A pod: its warden's gate keeper and its lilbee's supervisor. */
+    private record Pod(GateKeeper warden, Supervised lilbee) {
+    }
+
+    /** Pod a serving, then pod b standing by. */
+    private List<Pod> servingAndStandby() throws Exception {
         GateKeeper a = keeper("a");
         Supervised lilbeeA = lilbee("a");
         Await.until("pod a serves", () -> a.snapshot().serving());
         GateKeeper b = keeper("b");
         Supervised lilbeeB = lilbee("b");
         Await.until("pod b stands by", () -> b.snapshot().gate() instanceof GateState.Standby);
+        return List.of(new Pod(a, lilbeeA), new Pod(b, lilbeeB));
+    }
+
+    @Test
+    void theElectedPodsLilbeeRunsHoldingTheGateLockAndTheStandbysNever() throws Exception {
+        List<Pod> pods = servingAndStandby();
+        GateKeeper a = pods.get(0).warden();
+        Supervised lilbeeA = pods.get(0).lilbee();
+        GateKeeper b = pods.get(1).warden();
+        Supervised lilbeeB = pods.get(1).lilbee();
         long servingPid = lilbeeA.serving().getFirst();
         assertEquals(servingPid, ((ServerLockState.InPod) a.snapshot().server()).pid());
         assertTrue(KernelLook.holdsFlock(servingPid, paths.gateLock()), "lilbee holds warden's gate lock itself");
@@ -127,17 +141,12 @@ class GateKeeperTest {
     /** A reset deletes the gate file and server.lock under the serving pod: one pod serves afterwards, never two. */
     @Test
     void aResetLeavesOnePodServingOnTheNewFiles() throws Exception {
-        GateKeeper a = keeper("a");
-        Supervised lilbeeA = lilbee("a");
-        Await.until("pod a serves", () -> a.snapshot().serving());
-        GateKeeper b = keeper("b");
-        Supervised lilbeeB = lilbee("b");
-        Await.until("pod b stands by", () -> b.snapshot().gate() instanceof GateState.Standby);
+        List<Pod> pods = servingAndStandby();
         Files.delete(paths.gateLock());
         Files.delete(paths.serverLock());
-        Await.until("one pod serves on the new server.lock", () -> (a.snapshot().serving() ^ b.snapshot().serving())
-                && ProcLocks.idOf(paths.serverLock()).isPresent());
-        assertEquals(1, lilbeeA.serving().size() + lilbeeB.serving().size(), "one lilbee, on the new file");
+        Await.until("one pod serves on the new server.lock", () -> pods.stream().filter(p -> p.warden().snapshot().serving())
+                .count() == 1 && ProcLocks.idOf(paths.serverLock()).isPresent());
+        assertEquals(1, pods.stream().mapToInt(p -> p.lilbee().serving().size()).sum(), "one lilbee, on the new file");
     }
 
     /** Looks at the kernel's word on one process's locks. */

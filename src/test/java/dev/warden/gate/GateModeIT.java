@@ -136,20 +136,22 @@ class GateModeIT {
         Path socket = WardenProcess.switchSocket();
         WardenProcess first = WardenProcess.serve("gate-first", settings(WardenProcess.socketSetting(socket)), "--mode", "gate",
                 "--data-root", root.toString());
-        try (Supervised lilbee = Supervised.standIn("gate-in-place", socket, serverLock, SUPERVISOR);
-                WardenProcess standby = WardenProcess.serve("gate-other", settings(), "--mode", "gate", "--data-root",
-                        root.toString());
-                Supervised other = Supervised.standIn("gate-other", standby.socket(), serverLock, SUPERVISOR)) {
+        try (Supervised lilbee = Supervised.standIn("gate-in-place", socket, serverLock, SUPERVISOR)) {
+            // Elected before the other starts: two wardens started at once may elect either.
             first.awaitStatus("/q/health/ready", 200);
-            long servingPid = lilbee.serving().getFirst();
-            first.kill();
-            try (WardenProcess again = WardenProcess.serve("gate-again", settings(WardenProcess.socketSetting(socket)), "--mode",
-                    "gate", "--data-root", root.toString())) {
-                again.awaitStatus("/q/health/ready", 200);
-                assertEquals(List.of(servingPid), lilbee.serving(), "the same lilbee, never restarted");
-                assertEquals(1, lilbee.stateLines().size(), "one start in all: " + lilbee.stateLines());
-                assertEquals(List.of(), other.serving());
-                assertEquals("standby", standby.json("/api/v1/status").at("/gate/state").asText());
+            try (WardenProcess standby = WardenProcess.serve("gate-other", settings(), "--mode", "gate", "--data-root",
+                    root.toString()); Supervised other = Supervised.standIn("gate-other", standby.socket(), serverLock, SUPERVISOR)) {
+                standby.awaitStatus("/q/health/started", 200);
+                long servingPid = lilbee.serving().getFirst();
+                first.kill();
+                try (WardenProcess again = WardenProcess.serve("gate-again", settings(WardenProcess.socketSetting(socket)),
+                        "--mode", "gate", "--data-root", root.toString())) {
+                    again.awaitStatus("/q/health/ready", 200);
+                    assertEquals(List.of(servingPid), lilbee.serving(), "the same lilbee, never restarted");
+                    assertEquals(1, lilbee.stateLines().size(), "one start in all: " + lilbee.stateLines());
+                    assertEquals(List.of(), other.serving());
+                    assertEquals("standby", standby.json("/api/v1/status").at("/gate/state").asText());
+                }
             }
         } finally {
             first.close();

@@ -192,23 +192,47 @@ public final class ClusterRelease implements AutoCloseable {
         });
     }
 
-    /** Steady, and in the standby {@code main} never started. */
+    /** Hold mode: steady, and in the standby {@code main} never started (a native sidecar's pod starts it after warden). */
     public void oneServingAndTheStandbysMainContainerNeverStarted(String main) {
         steady();
+        for (Pod pod : standbys()) {
+            ContainerStatus standby = status(pod, main);
+            assertNotEquals(Boolean.TRUE, standby.getStarted(), main + " started in the standby: " + standby);
+            assertTrue(standby.getState().getWaiting() != null, main + " in the standby: " + standby);
+            assertTrue(standby.getLastState() == null || standby.getLastState().getTerminated() == null, "it never ran: " + standby);
+        }
+        assertEquals(Set.of(servingPod()), watch.endpoints(), "only the serving pod is a ready endpoint");
+    }
+
+    /**
+     * Gate mode: steady; in the standby lilbee's container runs its supervisor, never ready, never restarted, and no
+     * {@code lilbee serve} process at all; only the serving pod's lilbee holds server.lock.
+     */
+    public void oneServingAndTheStandbysLilbeeNeverStarted() {
+        steady();
+        for (Pod pod : standbys()) {
+            ContainerStatus standby = status(pod, "lilbee");
+            assertTrue(standby.getState().getRunning() != null, "the standby's supervisor runs: " + standby);
+            assertNotEquals(Boolean.TRUE, standby.getReady(), "lilbee's container ready in the standby: " + standby);
+            assertEquals(0, standby.getRestartCount(), "lilbee's container restarted in the standby: " + standby);
+            assertEquals(List.of(), PodLilbees.processesIn(pod.getMetadata().getUid()), "lilbee serve in the standby");
+        }
         String serving = servingPod();
-        for (Pod pod : watch.pods().values()) {
-            if (!pod.getMetadata().getName().equals(serving)) {
-                ContainerStatus standby = status(pod, main);
-                assertNotEquals(Boolean.TRUE, standby.getStarted(), main + " started in the standby: " + standby);
-                assertTrue(standby.getState().getWaiting() != null, main + " in the standby: " + standby);
-                assertTrue(standby.getLastState() == null || standby.getLastState().getTerminated() == null, "it never ran: " + standby);
-            }
-        }
         assertEquals(Set.of(serving), watch.endpoints(), "only the serving pod is a ready endpoint");
-        if (lilbees != null) {
-            // Also proves the look at the kernel finds a serving lilbee: one that never did would see no overlap.
-            assertEquals(List.of(serving), PodLilbees.serving(watch.everSeen()), "only the serving pod's lilbee holds server.lock");
-        }
+        // Also proves the look at the kernel finds a serving lilbee: one that never did would see no overlap.
+        assertEquals(List.of(serving), PodLilbees.serving(watch.everSeen()), "only the serving pod's lilbee holds server.lock");
+    }
+
+    private List<Pod> standbys() {
+        String serving = servingPod();
+        return watch.pods().values().stream().filter(p -> !p.getMetadata().getName().equals(serving)).toList();
+    }
+
+    /** The process of {@code pod}'s lilbee serve that holds server.lock now, as a handle bound to that instance. */
+    public ProcessHandle lilbeeOf(String pod) {
+        long pid = PodLilbees.holderIn(pod(pod).getMetadata().getUid())
+                .orElseThrow(() -> new AssertionError("no lilbee of " + pod + " holds server.lock"));
+        return ProcessHandle.of(pid).orElseThrow(() -> new AssertionError("lilbee " + pid + " of " + pod + " gone"));
     }
 
     /** A pod whose Ready its kubelet may report late, from {@code from} until {@code until} (nanoTime). */
@@ -252,8 +276,8 @@ public final class ClusterRelease implements AutoCloseable {
     }
 
     /**
-     * The serving pod's {@code lilbee serve} process SIGKILLed, not its container: in gate mode the container's command
-     * starts lilbee again itself, so the kubelet restarts nothing (no back-off) and the same pod serves again.
+     * The serving pod's {@code lilbee serve} process SIGKILLed, not its container: in gate mode lilbee's supervisor starts
+     * it again on warden's next word, so the kubelet restarts nothing (no back-off) and the same pod serves again.
      */
     public Duration lilbeeStartedAgainInPod(String how, String serving) throws Exception {
         int restarts = status(pod(serving), "lilbee").getRestartCount();
@@ -270,10 +294,11 @@ public final class ClusterRelease implements AutoCloseable {
     }
 
     /** SIGKILL to the {@code lilbee serve} of {@code pod} that holds server.lock (the process, not its container). */
-    public void killLilbee(String pod) throws Exception {
-        String uid = pod(pod).getMetadata().getUid();
-        long pid = PodLilbees.holderIn(uid).orElseThrow(() -> new AssertionError("no lilbee of " + pod + " holds server.lock"));
-        Command.ok(null, List.of("kill", "-KILL", Long.toString(pid)));
+    public void killLilbee(String pod) {
+        ProcessHandle lilbee = lilbeeOf(pod);
+        if (!lilbee.destroyForcibly()) {
+            throw new AssertionError("lilbee " + lilbee.pid() + " of " + pod + " not killed");
+        }
     }
 
     /**

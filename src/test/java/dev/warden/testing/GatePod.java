@@ -35,6 +35,8 @@ public final class GatePod implements AutoCloseable {
     public static final int SUPERVISOR_PORT = 8081;
     public static final int API_PORT = 9095;
     public static final int MANAGEMENT_PORT = 9096;
+    /** The API token every gated pod's warden is given, so that {@link #status} may ask from outside the pod. */
+    private static final String API_TOKEN = "gate-pod-status-token";
     private static final Pattern EXIT = Pattern.compile("lilbee exited \\((-?\\d+)\\)");
 
     private final String name;
@@ -43,6 +45,11 @@ public final class GatePod implements AutoCloseable {
     private final Path events;
     private final Path wardenLog;
     private final Path lilbeeLog;
+    /**
+     * Set before the pod is killed: its address then routes off this machine (whatever answers there is not the pod), so
+     * nothing is sent to it.
+     */
+    private volatile boolean killed;
 
     private GatePod(String name, PodNetwork network, Process unshare, Path events, Path wardenLog, Path lilbeeLog) {
         this.name = name;
@@ -108,7 +115,8 @@ public final class GatePod implements AutoCloseable {
             lilbee.putPOJO("argv", command);
             lilbee.set("liveness", liveness("http://127.0.0.1:" + SUPERVISOR_PORT + "/", 1, 2, 1));
             List<String> settings = new ArrayList<>(List.of("-Dquarkus.http.host=0.0.0.0", "-Dquarkus.management.host=0.0.0.0",
-                    WardenProcess.socketSetting(socket), "-Dwarden.gate.health-url=http://127.0.0.1:" + LILBEE_PORT + "/api/health"));
+                    WardenProcess.socketSetting(socket), "-Dwarden.gate.health-url=http://127.0.0.1:" + LILBEE_PORT + "/api/health",
+                    "-Dwarden.api.token=" + API_TOKEN));
             settings.addAll(wardenSettings);
             ObjectNode warden = config.putObject("warden");
             warden.putPOJO("argv", WardenProcess.serveCommand(settings, "--mode", "gate"));
@@ -157,12 +165,18 @@ public final class GatePod implements AutoCloseable {
 
     /** The status of one of warden's probes ({@code ready}, {@code started}, {@code live}), or -1 while it does not answer. */
     public int probe(String which) {
-        return LoopbackHttp.status(address(), MANAGEMENT_PORT, "/q/health/" + which, PROBE_TIMEOUT);
+        return killed ? -1 : LoopbackHttp.status(address(), MANAGEMENT_PORT, "/q/health/" + which, PROBE_TIMEOUT);
     }
 
-    /** warden's {@code GET /api/v1/status}, parsed; empty while it does not answer. */
+    /**
+     * warden's {@code GET /api/v1/status}, parsed; empty while it does not answer. Asked from outside the pod, so with the
+     * token: without one warden answers only a process of the pod.
+     */
     public Optional<JsonNode> status() {
-        return LoopbackHttp.body(address(), API_PORT, "/api/v1/status", PROBE_TIMEOUT).map(body -> {
+        if (killed) {
+            return Optional.empty();
+        }
+        return LoopbackHttp.body(address(), API_PORT, "/api/v1/status", PROBE_TIMEOUT, API_TOKEN).map(body -> {
             try {
                 return JSON.readTree(body);
             } catch (IOException e) {
@@ -178,11 +192,14 @@ public final class GatePod implements AutoCloseable {
 
     /** The readiness probe's whole answer, for messages. */
     public String readiness() {
-        return LoopbackHttp.body(address(), MANAGEMENT_PORT, "/q/health/ready", PROBE_TIMEOUT).orElse("(no answer)");
+        return killed ? "(killed)" : LoopbackHttp.body(address(), MANAGEMENT_PORT, "/q/health/ready", PROBE_TIMEOUT).orElse("(no answer)");
     }
 
     /** Whether this pod's lilbee accepts a connection: it binds its port only once it holds server.lock. */
     public boolean lilbeeListens() {
+        if (killed) {
+            return false;
+        }
         try (Socket socket = new Socket()) {
             socket.connect(new InetSocketAddress(address(), LILBEE_PORT), 200);
             return true;
@@ -283,6 +300,7 @@ public final class GatePod implements AutoCloseable {
 
     /** SIGKILL to the pod's PID 1: every process of the pod dies at once, as when a node or a pod is killed. */
     public void kill() throws InterruptedException {
+        killed = true;
         killWhole(unshare);
         network.close();
     }

@@ -44,11 +44,20 @@ public final class LoopbackHttp {
         return send(host, port, path, timeout, HttpResponse.BodyHandlers.ofString()).map(HttpResponse::body);
     }
 
+    /** The body of {@code GET http://HOST:PORT/PATH} sent with {@code Authorization: Bearer TOKEN}; empty while nothing answers. */
+    public static Optional<String> body(String host, int port, String path, Duration timeout, String token) {
+        return send(host, port, path, timeout, HttpResponse.BodyHandlers.ofString(), "Authorization", "Bearer " + token)
+                .map(HttpResponse::body);
+    }
+
     private static <T> Optional<HttpResponse<T>> send(String host, int port, String path, Duration timeout,
-            HttpResponse.BodyHandler<T> body) {
+            HttpResponse.BodyHandler<T> body, String... headers) {
         try {
-            return Optional.of(HTTP.send(HttpRequest.newBuilder(URI.create("http://" + host + ":" + port + path)).timeout(timeout)
-                    .build(), body));
+            HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://" + host + ":" + port + path)).timeout(timeout);
+            if (headers.length > 0) {
+                request.headers(headers);
+            }
+            return Optional.of(HTTP.send(request.build(), body));
         } catch (IOException e) {
             return Optional.empty();
         } catch (InterruptedException e) {

@@ -8,11 +8,13 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Predicate;
 
 /**
  * Which pods of a {@link KubeletCluster} have a {@code lilbee serve} holding {@code server.lock}, as this machine's
@@ -43,6 +45,12 @@ public final class PodLilbees {
         return holders().entrySet().stream().filter(e -> inPod(e.getValue(), podUid)).mapToLong(Map.Entry::getKey).findFirst();
     }
 
+    /** Every {@code lilbee serve} process of the pod with this UID, holding a lock or not. */
+    public static List<Long> processesIn(String podUid) {
+        return processes(process -> true).entrySet().stream().filter(e -> inPod(e.getValue(), podUid))
+                .map(Map.Entry::getKey).sorted().toList();
+    }
+
     private static boolean inPod(String cgroup, String uid) {
         return cgroup.contains(uid) || cgroup.contains(uid.replace('-', '_'));
     }
@@ -50,19 +58,23 @@ public final class PodLilbees {
     /** Every lilbee serve holding server.lock now, with its cgroup. */
     private static Map<Long, String> holders() {
         ProcLocks table = new ProcLocks();
-        Map<Long, String> holders = new java.util.HashMap<>();
+        return processes(process -> holdsServerLock(process, Long.parseLong(process.getFileName().toString()), table));
+    }
+
+    /** Every lilbee serve whose /proc entry passes {@code also}, with its cgroup. */
+    private static Map<Long, String> processes(Predicate<Path> also) {
+        Map<Long, String> found = new HashMap<>();
         try (DirectoryStream<Path> proc = Files.newDirectoryStream(Path.of("/proc"),
                 p -> p.getFileName().toString().chars().allMatch(Character::isDigit))) {
             for (Path process : proc) {
-                long pid = Long.parseLong(process.getFileName().toString());
-                if (lilbeeServe(read(process.resolve("cmdline"))) && holdsServerLock(process, pid, table)) {
-                    holders.put(pid, read(process.resolve("cgroup")));
+                if (lilbeeServe(read(process.resolve("cmdline"))) && also.test(process)) {
+                    found.put(Long.parseLong(process.getFileName().toString()), read(process.resolve("cgroup")));
                 }
             }
         } catch (IOException e) {
             throw new IllegalStateException("cannot list /proc", e);
         }
-        return holders;
+        return found;
     }
 
     /** {@code lilbee serve}, run as a script by its Python ({@code python .../bin/lilbee serve}) or directly. */
