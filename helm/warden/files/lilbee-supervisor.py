@@ -15,7 +15,8 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
   share; warden renews it while lilbee may run. When it ends, or warden withdraws it, lilbee's process group
   gets SIGTERM, and SIGKILL after --grace. A supervisor that cannot reach warden lets the permit run out.
 - lilbee is started again only on a new permit: a lilbee that exits waits for warden, never for an old one.
-  A quick exit waits longer each time (1 s doubling to 30 s; 1 s again after a minute's run).
+  A quick exit of lilbee's own waits longer each time (1 s doubling to 30 s; 1 s again after a minute's run); a
+  lilbee the supervisor stopped starts again on the next permit at once.
 - SIGTERM and SIGINT go on to lilbee, whose exit code this exits with.
 - What it runs and the permit it holds go to warden on every change and once a second; a stop warden numbered is
   answered ("stopped N") once no lilbee runs and no permit is held: a warden letting its Lease go waits for that.
@@ -96,6 +97,8 @@ class Rules:
         elif event == "stop":
             self.permit_until = 0
         elif event == "exited":
+            # Only an exit of lilbee's own (a crash) is paused after: one this supervisor caused is no reason to wait.
+            crashed = self.lilbee == "running"
             self.lilbee = "none"
             self.permit_until = 0
             if self.has_gate:
@@ -103,8 +106,11 @@ class Rules:
                 actions.append(("release",))
             if now - self.started_at >= self.calm:
                 self.pause = self.first_pause
-            self.next_start = now + self.pause
-            self.pause = min(self.pause * 2, self.max_pause)
+            if crashed:
+                self.next_start = now + self.pause
+                self.pause = min(self.pause * 2, self.max_pause)
+            else:
+                self.next_start = now
             if self.terminating is not None:
                 actions.append(("exit", arg))
                 return actions

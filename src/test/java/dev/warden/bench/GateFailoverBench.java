@@ -56,9 +56,10 @@ class GateFailoverBench {
         Report.section("7. lilbee failover",
                 "Two pods of the real `lilbee serve` 0.6.90b449 on one data root, each in a PID namespace of its own"
                         + " (`unshare --pid --fork --mount-proc`) under a test kubelet (src/test/resources/gate/pod_kubelet.py:"
-                        + " back-off 10 s doubling to 5 min, startup probe every 1 s). The serving pod is SIGKILLed whole;"
+                        + " back-off 10 s doubling to 5 min, the chart's liveness probes). The serving pod is SIGKILLed whole;"
                         + " time from just before the kill until the other pod serves, then a fresh pod replaces the dead"
-                        + " one. Gated: warden `serve --mode gate` as the sidecar, ready = warden's /q/health/ready 200"
+                        + " one. Gated: warden `serve --mode gate` as the sidecar and lilbee under the chart's supervisor, which"
+                        + " starts it on warden's word over the switch socket; ready = warden's /q/health/ready 200"
                         + " (server.lock held in the pod and lilbee answering /api/health), polled every 5 ms. Bare: lilbee"
                         + " alone, ready = lilbee accepting a connection on its port (a tcpSocket probe), polled every 5 ms;"
                         + " the kill lands at a uniformly random moment of the standby's first " + BARE_WINDOW_SECONDS

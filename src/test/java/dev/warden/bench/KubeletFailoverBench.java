@@ -91,8 +91,8 @@ class KubeletFailoverBench {
         Report.section("12. lilbee failover on a real kubelet",
                 "Figure 7's question without the test kubelet: the real cluster of figure 11, one node, 2 replicas on one"
                         + " ReadWriteMany hostPath claim of the reference lilbee image (the real `lilbee serve` 0.6.90b449)."
-                        + " Gated: the chart in gate mode (warden as the native sidecar; lilbee's command runs lilbee only while"
-                        + " warden says so and starts it again when it dies). Bare: lilbee alone, ready once it listens (a"
+                        + " Gated: the chart in gate mode (warden as the native sidecar; lilbee's supervisor runs lilbee only while"
+                        + " warden's permit lasts and starts it again, on warden's word, when it dies). Bare: lilbee alone, ready once it listens (a"
                         + " tcpSocket probe); the standby's lilbee exits 3 after waiting 15 s for server.lock and the kubelet's"
                         + " CrashLoopBackOff restarts it (10 s doubling to 5 minutes), as it restarts a killed lilbee. " + ROUND
                         + " helm install (or kubectl apply) to the first pod Ready: " + String.join(", ", installs) + ".",

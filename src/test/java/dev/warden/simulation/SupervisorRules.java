@@ -77,6 +77,7 @@ final class SupervisorRules {
             }
             case "stop" -> permitUntil = 0;
             case "exited" -> {
+                boolean crashed = lilbee == Lilbee.RUNNING;
                 lilbee = Lilbee.NONE;
                 permitUntil = 0;
                 if (hasGate) {
@@ -86,8 +87,12 @@ final class SupervisorRules {
                 if (now - startedAt >= calm) {
                     pause = firstPause;
                 }
-                nextStart = now + pause;
-                pause = Math.min(pause * 2, maxPause);
+                if (crashed) {
+                    nextStart = now + pause;
+                    pause = Math.min(pause * 2, maxPause);
+                } else {
+                    nextStart = now;
+                }
                 if (terminating != null) {
                     actions.add(new Action("exit", (int) arg));
                     return actions;
