@@ -180,6 +180,10 @@ class DocsCommandsIT {
             int file = words.indexOf("-f");
             assertTrue(file > 0 && Files.isRegularFile(Path.of(words.get(file + 1))), line + ": no such Dockerfile");
             assertTrue(words.getLast().equals(".") || words.getLast().startsWith("target/"), line + ": a context in the tree");
+        } else if (head.equals("cp")) {
+            assertEquals(3, words.size(), line + ": only `cp FILE DIR` is checked; add a check for this one");
+            assertTrue(Files.isRegularFile(Path.of(words.get(1))), line + ": no such file " + words.get(1));
+            assertTrue(words.get(2).startsWith("target/"), line + ": copies into the build's target/ only");
         } else if (head.startsWith("src/")) {
             assertTrue(Files.isExecutable(Path.of(head)), line + ": no such script");
         } else if (!line.runnable() && !head.equals("mkdir")) {

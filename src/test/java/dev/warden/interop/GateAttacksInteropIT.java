@@ -126,6 +126,7 @@ class GateAttacksInteropIT {
     void aDecoyInTheStandbyPodAtTheSettle() throws Exception {
         GatePod attacked = theOneServing();
         GatePod other = other(attacked);
+        ProcessHandle firstLilbee = attacked.lilbee().orElseThrow();
         dev.warden.testing.WardenProcess.Result reset = LilbeeServe.run(dir, env, "reset", "--yes");
         assertEquals(0, reset.exitCode(), reset.stdout());
         Process decoy = other.exec("decoy", "python3", "-c", String.join("\n",
@@ -137,8 +138,8 @@ class GateAttacksInteropIT {
                 "time.sleep(600)"), data.resolve("server.lock").toString());
         try {
             attacked.warden().orElseThrow().destroyForcibly();
-            theOneServing();
-            Thread.sleep(5000);
+            // Until the attacked pod's lilbee, on the deleted lock, is gone, a second lilbee would serve beside it.
+            Await.until("the attacked pod's lilbee is gone", LILBEE, () -> !firstLilbee.isAlive());
             theOneServing();
             neverTwo();
         } finally {
