@@ -19,7 +19,8 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
   lilbee the supervisor stopped starts again on the next permit at once.
 - SIGTERM and SIGINT go on to lilbee, whose exit code this exits with.
 - What it runs and the permit it holds go to warden on every change and once a second; a stop warden numbered is
-  answered ("stopped N") once no lilbee runs and no permit is held: a warden letting its Lease go waits for that.
+  answered ("stopped N") once no lilbee runs and no permit is held, and its exit (SIGTERM, with the pod) is told
+  ("exiting") once lilbee is gone: a warden letting its Lease go waits for either.
 - --health-port answers any HTTP request from this loop itself: the kubelet's liveness probe on it restarts
   a supervisor that has stopped turning (SIGSTOP), which could no longer stop lilbee.
 
@@ -477,6 +478,8 @@ class Supervisor:
                     os.close(self.gate_fd)
                     self.gate_fd = None
             elif kind == "exit":
+                # Its last word: no lilbee runs and none ever will from here, so a stopping warden may let its Lease go.
+                self.warden.send("exiting")
                 return action[1]
         return None
 

@@ -355,10 +355,11 @@ class Pod(unittest.TestCase):
         os.waitpid(child, 0)
 
     def test_sigterm_goes_on_to_lilbee_and_its_code_is_the_supervisors(self):
-        _, process, _ = self.serving(3)
+        warden, process, _ = self.serving(3)
         process.send_signal(signal.SIGTERM)
         self.assertEqual(143, process.wait(10))
         self.assertIn("term", self.lilbee_states())
+        self.assertEqual("exiting", warden.report(lambda line: line == "exiting"), "its last word, lilbee gone")
 
     def test_the_health_port_answers_while_the_loop_turns_and_not_once_it_is_stopped(self):
         with socket.socket() as probe:

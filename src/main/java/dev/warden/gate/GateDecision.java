@@ -127,13 +127,16 @@ public class GateDecision {
         if (seen.gate() instanceof Observation.Gate.Held) {
             actions.add(new GateAction.ReleaseGate());
         }
-        if (seen.lease().isEmpty() || seen.lease().get().leading(seen.now())) {
+        Moment contendFrom = phase instanceof Standby standby ? standby.contendFrom() : seen.now();
+        boolean yielding = seen.now().isBefore(contendFrom);
+        if (!yielding && (seen.lease().isEmpty() || seen.lease().get().leading(seen.now()))) {
             actions.add(new GateAction.Contend());
         }
         Word stop = new Word.Stop("not elected: " + why);
         actions.add(new GateAction.Say(stop));
-        String reason = (phase instanceof Elected ? "not elected any more: " : "standing by: ") + why;
-        return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd), actions, reason,
+        String reason = (phase instanceof Elected ? "not elected any more: " : "standing by: ") + why
+                + (yielding ? "; contending again in " + contendFrom.since(seen.now()).toMillis() + " ms, after a handover" : "");
+        return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd, contendFrom), actions, reason,
                 lilbee(Optional.empty(), seen, seen.now()), stop);
     }
 
@@ -281,8 +284,9 @@ public class GateDecision {
         if (seen.lease().isPresent()) {
             actions.add(new GateAction.StepAside());
         }
-        actions.add(new GateAction.Contend());
-        return new Step(new Standby(watch, seen.now(), permitsEnd), actions, "this pod has not served for "
+        // Not contending for as long again: a standby waiting for the gate takes it, and with no standby this pod does.
+        Moment contendFrom = seen.now().plus(timings.handoverAfter());
+        return new Step(new Standby(watch, seen.now(), permitsEnd, contendFrom), actions, "this pod has not served for "
                 + unserved.toMillis() + " ms while elected and runs no lilbee: letting the gate go to a standby", Lilbee.NONE,
                 stop);
     }

@@ -21,7 +21,7 @@ public sealed interface GatePhase {
 
     /** A fresh warden: standing by, watching the gate file from {@code now}, no permit given. */
     static GatePhase begin(Optional<FileId> gateAtPath, Moment now) {
-        return new Standby(new Watch(gateAtPath, now), now, now);
+        return new Standby(new Watch(gateAtPath, now), now, now, now);
     }
 
     /**
@@ -40,8 +40,17 @@ public sealed interface GatePhase {
         }
     }
 
-    /** Not elected since {@code since}: another warden holds the gate, or this one does not lead the Lease. */
-    record Standby(Watch watch, Moment since, Moment permitsEnd) implements GatePhase {
+    /**
+     * Not elected since {@code since}: another warden holds the gate, or this one does not lead the Lease.
+     *
+     * @param contendFrom when this warden contends for the gate again: after a handover, not before a standby waiting
+     *     for it has taken it (the kernel wakes a waiter, but a lock asked for again at once may win first)
+     */
+    record Standby(Watch watch, Moment since, Moment permitsEnd, Moment contendFrom) implements GatePhase {
+
+        Standby(Watch watch, Moment since, Moment permitsEnd) {
+            this(watch, since, permitsEnd, since);
+        }
     }
 
     /**

@@ -22,9 +22,11 @@ import org.jboss.logging.Logger;
  * warden's end of the switch: a Unix socket, on a volume only warden's and lilbee's containers mount, that lilbee's
  * supervisor ({@code helm/warden/files/lilbee-supervisor.py}) connects to. warden tells it, a line at a time, whether
  * lilbee may start ({@code start <until>}, with the gate lock's descriptor), go on ({@code go <until>}) or must stop
- * ({@code stop <n> <reason>}, answered {@code stopped <n>} once done); it reports the lilbee it runs ({@code lilbee <pid> <start ticks> <launched>} or
- * {@code lilbee none}) and the end of the permit it holds ({@code permit <until>}, 0 for none), and, to a warden
- * restarted beside a running lilbee, gives the gate lock back ({@code gate}, with the descriptor). The socket is warden's UID's alone (mode 0600), and a peer of another UID is not listened to.
+ * ({@code stop <n> <reason>}, answered {@code stopped <n>} once done); it reports the lilbee it runs
+ * ({@code lilbee <pid> <start ticks> <launched>} or {@code lilbee none}) and the end of the permit it holds
+ * ({@code permit <until>}, 0 for none), says {@code exiting} last when it exits with its lilbee gone, and, to a warden
+ * restarted beside a running lilbee, gives the gate lock back ({@code gate}, with the descriptor). The socket is warden's
+ * UID's alone (mode 0600), and a peer of another UID is not listened to.
  *
  * <p>Everything here is non-blocking and runs on the gate keeper's thread, once a round; what a supervisor sends is
  * capped per line and per connection, and a supervisor that does not read is let go.
@@ -53,6 +55,8 @@ public final class LilbeeSwitch implements AutoCloseable {
     /** Each stop said after something else is numbered: a supervisor answers it once it is done. */
     private long stopNumber;
     private String lastKind = "";
+    /** Whether the last supervisor to leave said {@code exiting} first (it left no lilbee behind). */
+    private boolean lastLeftExiting;
 
     /** What the supervisor last reported: the lilbee it runs, if any, and the end of the permit it holds, if any. */
     public record Report(Optional<Running> lilbee, Optional<Moment> permit) {
@@ -72,6 +76,8 @@ public final class LilbeeSwitch implements AutoCloseable {
         Moment lastSaid;
         /** The last stop this supervisor answered as done ({@code stopped <n>}). */
         long stopped;
+        /** It said it exits ({@code exiting}): its lilbee is gone and it starts no other. */
+        boolean exiting;
 
         Connection(int fd) {
             this.fd = fd;
@@ -139,12 +145,16 @@ public final class LilbeeSwitch implements AutoCloseable {
     }
 
     /**
-     * Whether the last stop said is done: every supervisor connected has answered it (no lilbee runs, no permit held).
-     * False before any stop, and while none is connected (a supervisor out of reach may still hold a permit).
+     * Whether the last stop said is done: every supervisor connected has answered it (no lilbee runs, no permit held)
+     * or said it exits, or, none connected, the last to leave said it exited. False before any stop, and while none is
+     * connected otherwise (a supervisor out of reach may still hold a permit).
      */
     public boolean stopDone() {
+        if (!lastKind.equals("stop")) {
+            return false;
+        }
         List<Connection> greeted = connections.stream().filter(c -> c.greeted).toList();
-        return lastKind.equals("stop") && !greeted.isEmpty() && greeted.stream().allMatch(c -> c.stopped == stopNumber);
+        return greeted.isEmpty() ? lastLeftExiting : greeted.stream().allMatch(c -> c.exiting || c.stopped == stopNumber);
     }
 
     /** The newest supervisor's last report. */
@@ -296,6 +306,7 @@ public final class LilbeeSwitch implements AutoCloseable {
                         connection.stopped = Long.parseLong(words[1]);
                     }
                 }
+                case "exiting" -> connection.exiting = true;
                 case "gate" -> {
                     if (connection.greeted && !fds.isEmpty()) {
                         if (offeredGate >= 0) {
@@ -357,6 +368,7 @@ public final class LilbeeSwitch implements AutoCloseable {
         if (connections.remove(connection)) {
             posix.close(connection.fd);
             if (connection.greeted) {
+                lastLeftExiting = connection.exiting;
                 LOG.infof("lilbee's supervisor left the switch socket (%s)", why);
             }
         }

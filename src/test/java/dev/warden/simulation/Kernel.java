@@ -17,12 +17,19 @@ import java.util.function.Consumer;
  * The simulation's kernel: the data dir on the shared volume (names and inodes, renamed, unlinked and created by
  * anyone), open file descriptions (shared by every descriptor that refers to one: inherited, or passed over a Unix
  * socket), flock(2) as Linux has it (a lock belongs to an open file description and lasts until its last descriptor is
- * closed; exclusive and shared; waiters granted in order), one lock table per node (a volume whose locks do not reach
+ * closed; exclusive and shared; waiters woken in order, each to try again when it next runs), one lock table per node (a volume whose locks do not reach
  * across nodes, as in lease mode), and processes whose descriptors die with them.
  */
 final class Kernel {
 
     static final long DEVICE = 42;
+
+    private final Consumer<Runnable> soon;
+
+    /** @param soon runs an action a moment later, when a woken waiter next runs */
+    Kernel(Consumer<Runnable> soon) {
+        this.soon = soon;
+    }
 
     /** A file: its inode number, and per node the open files holding a flock on it and those waiting. */
     final class Inode {
@@ -238,7 +245,15 @@ final class Kernel {
         }
     }
 
+    /**
+     * Linux wakes the waiters and each takes the lock when it next runs: a process that asks for it meanwhile
+     * (LOCK_NB, say the one that just let it go) may take it first.
+     */
     private void wake(Inode inode, int node) {
+        soon.accept(() -> grant(inode, node));
+    }
+
+    private void grant(Inode inode, int node) {
         Deque<Waiter> waiting = inode.waiters.getOrDefault(node, new ArrayDeque<>());
         while (!waiting.isEmpty() && tryExclusive(waiting.peekFirst().ofd())) {
             waiting.pollFirst().granted().accept(true);

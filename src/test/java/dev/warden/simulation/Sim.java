@@ -86,7 +86,7 @@ public final class Sim {
     final long seed;
     final Random random;
     final Config config;
-    final Kernel kernel = new Kernel();
+    final Kernel kernel = new Kernel(woken -> at(MS, null, "the lock's waiters run", woken));
     final List<SimPod> pods = new ArrayList<>();
     final Set<SimLilbee> lilbees = new HashSet<>();
     final Optional<SimApiServer> api;

@@ -98,6 +98,7 @@ final class SimSupervisor {
         if (warden == null && listening != null && listening.proc.alive && listening.listening()) {
             warden = listening;
             warden.supervisor = this;
+            warden.supervisorExited = false;
             lastReport = "";
             sim.log(proc, "connected to " + warden.proc);
             if (gate != null && !sim.mutated(Sim.Mutation.LILBEE_WITHOUT_THE_GATE_LOCK)) {
@@ -177,7 +178,19 @@ final class SimSupervisor {
                         gate = null;
                     }
                 }
-                case "exit" -> sim.die(proc, "exits " + action.arg());
+                case "exit" -> {
+                    // Its last word, as the real one's: lilbee is gone and no other will start from here.
+                    SimWarden to = warden;
+                    if (to != null) {
+                        // Heard on this connection only: a newer supervisor connected since speaks for itself.
+                        sim.at(sim.between(0, 3 * Sim.MS), null, "exiting", () -> {
+                            if (to.supervisor == null) {
+                                to.supervisorExiting();
+                            }
+                        });
+                    }
+                    sim.die(proc, "exits " + action.arg());
+                }
                 default -> throw new IllegalStateException(action.toString());
             }
         }

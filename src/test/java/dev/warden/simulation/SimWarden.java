@@ -45,6 +45,8 @@ final class SimWarden implements GateWorld {
     private long lastSaidAt;
     private boolean stopping;
     private boolean stopDone;
+    /** The last supervisor connected said it exits, its lilbee gone; a newer one connecting takes that back. */
+    boolean supervisorExited;
 
     SimWarden(Sim sim, SimPod pod) {
         this.sim = sim;
@@ -112,7 +114,8 @@ final class SimWarden implements GateWorld {
      * can be used any more; past the wait, the process exits and the Lease is left to expire.
      */
     private void awaitStopDone(long deadline) {
-        if (lease.isPresent() && phase != null && (stopDone || rounds.decision().mayLetTheLeaseGo(phase, sim.moment()))) {
+        if (lease.isPresent() && phase != null && (stopDone || supervisorExited
+                || rounds.decision().mayLetTheLeaseGo(phase, sim.moment()))) {
             lease.get().release();
         } else if (lease.isPresent() && phase != null && sim.now() < deadline) {
             sim.at(20 * Sim.MS, proc, "waiting for the stop", () -> awaitStopDone(deadline));
@@ -124,6 +127,11 @@ final class SimWarden implements GateWorld {
     /** The supervisor's answer to the last stop: no lilbee runs, no permit is held. */
     void stopDone() {
         stopDone = true;
+    }
+
+    /** The supervisor's last word before it exits: its lilbee is gone. */
+    void supervisorExiting() {
+        supervisorExited = true;
     }
 
     /** A report from the supervisor, delivered. */
