@@ -47,7 +47,8 @@ class GateAttacksInteropIT {
         data = dir.resolve("root/data");
         env = LilbeeServe.environment(Files.createDirectories(dir.resolve("home")), Map.of("LILBEE_DATA", dir.resolve("root").toString()));
         serving = OverlapWatch.of(() -> pods.stream().filter(GatePod::lilbeeListens).map(GatePod::name).toList());
-        GatePod.Kubelet kubelet = GatePod.Kubelet.KUBERNETES;
+        // A kubelet that restarts a killed warden a second later: down too briefly for anything but the switch to act.
+        GatePod.Kubelet kubelet = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
         pods.add(GatePod.gated("attacked", env, kubelet));
         pods.add(GatePod.gated("other", env, kubelet));
     }
