@@ -185,7 +185,7 @@ final class SimSupervisor {
                         // Heard on this connection only: a newer supervisor connected since speaks for itself.
                         sim.at(sim.between(0, 3 * Sim.MS), null, "exiting", () -> {
                             if (to.supervisor == null) {
-                                to.supervisorExiting();
+                                to.supervisorExited = true;
                             }
                         });
                     }

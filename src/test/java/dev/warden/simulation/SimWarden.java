@@ -129,11 +129,6 @@ final class SimWarden implements GateWorld {
         stopDone = true;
     }
 
-    /** The supervisor's last word before it exits: its lilbee is gone. */
-    void supervisorExiting() {
-        supervisorExited = true;
-    }
-
     /** A report from the supervisor, delivered. */
     void report(Optional<Reported> lilbee, Optional<Moment> permit) {
         reported = lilbee;
