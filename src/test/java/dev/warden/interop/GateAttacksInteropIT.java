@@ -7,13 +7,16 @@ import dev.warden.testing.Await;
 import dev.warden.testing.GatePod;
 import dev.warden.testing.LilbeeServe;
 import dev.warden.testing.OverlapWatch;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -40,15 +43,16 @@ class GateAttacksInteropIT {
     private OverlapWatch serving;
 
     @BeforeEach
-    void twoPods() throws Exception {
+    void aDataRoot() throws Exception {
         GatePod.assumeRoot();
         LilbeeServe.command("lilbee");
         dir = dir.toRealPath();
         data = dir.resolve("root/data");
         env = LilbeeServe.environment(Files.createDirectories(dir.resolve("home")), Map.of("LILBEE_DATA", dir.resolve("root").toString()));
         serving = OverlapWatch.of(() -> pods.stream().filter(GatePod::lilbeeListens).map(GatePod::name).toList());
-        // A kubelet that restarts a killed warden a second later: down too briefly for anything but the switch to act.
-        GatePod.Kubelet kubelet = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
+    }
+
+    private void twoPods(GatePod.Kubelet kubelet) throws Exception {
         pods.add(GatePod.gated("attacked", env, kubelet));
         pods.add(GatePod.gated("other", env, kubelet));
     }
@@ -90,18 +94,20 @@ class GateAttacksInteropIT {
 
     /**
      * The serving pod's warden stopped (SIGSTOP by a process of warden's UID), server.lock renamed away by a writer of
-     * the data dir, warden killed a second later (the kubelet restarts it). Before: the restarted warden could not see
-     * its lilbee on the renamed file, the other pod was elected, found the path free and started a second lilbee.
-     * Now: its supervisor holds the gate lock while that lilbee lives, and stops it once its permit runs out, as no warden
-     * renews it: the other pod is elected only after it is gone (or the restarted warden takes the gate back first).
+     * the data dir, warden killed a second later and restarted by a kubelet a second after that. Before: the restarted
+     * warden could not see its lilbee on the renamed file, the other pod was elected, found the path free and started a
+     * second lilbee. Now: its supervisor holds the gate lock while that lilbee lives, and stops it once its permit runs
+     * out, as no warden renews it: the other pod is elected only after it is gone (or the restarted warden takes the gate
+     * back first).
      */
     @Test
     void serverLockRenamedWhileWardenIsBrieflyDown() throws Exception {
+        twoPods(new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1)));
         GatePod attacked = theOneServing();
         GatePod other = other(attacked);
         ProcessHandle warden = attacked.warden().orElseThrow();
         ProcessHandle firstLilbee = attacked.lilbee().orElseThrow();
-        assertEquals(0, new ProcessBuilder("kill", "-STOP", Long.toString(warden.pid())).start().waitFor());
+        signal(warden, "STOP");
         Files.move(data.resolve("server.lock"), data.resolve("server.lock.old"));
         Thread.sleep(1000);
         warden.destroyForcibly();
@@ -118,27 +124,34 @@ class GateAttacksInteropIT {
     }
 
     /**
-     * A real reset under the serving pod and its warden killed at once, while a process of the other pod holds an
-     * exclusive flock on a deleted file it named server.lock. Before: that decoy counted as the other pod's lilbee on a
-     * replaced file, and its pod started at once, beside the first pod's lilbee still serving on the deleted lock. Now:
-     * only the lilbee the supervisor names counts, and none starts before the first pod's is gone.
+     * The serving pod's warden stopped, the data dir emptied under it (what {@code lilbee reset} does, here at once so
+     * that it lands while warden cannot see it), a process of the other pod holding an exclusive flock on a deleted file
+     * it named server.lock, then the stopped warden killed (the kubelet's back-off keeps it down 10 s). Before: that decoy
+     * counted as the other pod's lilbee on a replaced file, so its pod started at once instead of waiting the settle,
+     * beside the first pod's lilbee still serving on the deleted lock until its liveness probe on the dead warden fired.
+     * Now: only the lilbee the supervisor names counts, and none starts before the first pod's is gone.
      */
     @Test
     void aDecoyInTheStandbyPodAtTheSettle() throws Exception {
+        twoPods(GatePod.Kubelet.KUBERNETES);
         GatePod attacked = theOneServing();
         GatePod other = other(attacked);
+        ProcessHandle warden = attacked.warden().orElseThrow();
         ProcessHandle firstLilbee = attacked.lilbee().orElseThrow();
-        dev.warden.testing.WardenProcess.Result reset = LilbeeServe.run(dir, env, "reset", "--yes");
-        assertEquals(0, reset.exitCode(), reset.stdout());
+        signal(warden, "STOP");
+        emptyTheDataDir();
+        Path holds = dir.resolve("decoy-holds");
         Process decoy = other.exec("decoy", "python3", "-c", String.join("\n",
                 "import fcntl, os, sys, time",
                 "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)",
                 "fcntl.flock(fd, fcntl.LOCK_EX)",
                 "os.unlink(sys.argv[1])",
-                "print('holding a deleted server.lock', flush=True)",
-                "time.sleep(600)"), data.resolve("server.lock").toString());
+                "open(sys.argv[2], 'w').close()",
+                "time.sleep(600)"), data.resolve("server.lock").toString(), holds.toString());
         try {
-            attacked.warden().orElseThrow().destroyForcibly();
+            Await.until("the decoy holds a deleted server.lock", LILBEE, () -> Files.exists(holds) || !decoy.isAlive());
+            assertTrue(decoy.isAlive(), "the decoy took its lock");
+            warden.destroyForcibly();
             // Until the attacked pod's lilbee, on the deleted lock, is gone, a second lilbee would serve beside it.
             Await.until("the attacked pod's lilbee is gone", LILBEE, () -> !firstLilbee.isAlive());
             theOneServing();
@@ -150,18 +163,24 @@ class GateAttacksInteropIT {
     }
 
     /**
-     * A process of the serving pod binds warden's ports (9095, 9096) while warden is down, answering 200 to everything:
-     * warden cannot come back, and before, the lilbee container's command, which asked warden's port whether lilbee may
-     * start, believed it. Now the supervisor listens to warden's switch socket alone: its permit runs out, its lilbee
-     * stops, and the other pod serves.
+     * The serving pod's warden stopped, the data dir emptied under it, then warden killed while a process of its pod binds
+     * warden's ports (9095, 9096) the moment they are free, answering 200 to everything: warden cannot come back. Before:
+     * the lilbee container's liveness probe (warden's liveness) and its command (warden's startup probe) asked those
+     * ports and believed the squatter, so the first lilbee served on the deleted lock until something else stopped it,
+     * while the other pod, past its settle, started its own on the path. Now the supervisor listens to warden's switch
+     * socket alone: its permit runs out, its lilbee stops and is not started again, and the other pod serves.
      */
     @Test
     void aSquatterOnWardensPortWhileWardenIsDown() throws Exception {
+        twoPods(GatePod.Kubelet.KUBERNETES);
         GatePod attacked = theOneServing();
         GatePod other = other(attacked);
         int starts = attacked.lilbeeStarts();
         String squatter = String.join("\n",
-                "import http.server, socketserver, threading, time",
+                "import http.server, socketserver, sys, threading, time",
+                // As any squatter would: a port whose server side holds connections in TIME_WAIT (the probes') cannot
+                // be bound for a minute without it.
+                "socketserver.ThreadingTCPServer.allow_reuse_address = True",
                 "class Yes(http.server.BaseHTTPRequestHandler):",
                 "    def do_GET(self):",
                 "        self.send_response(200); self.end_headers(); self.wfile.write(b'{\"status\":\"UP\"}')",
@@ -174,20 +193,37 @@ class GateAttacksInteropIT {
                 "                s = socketserver.ThreadingTCPServer(('0.0.0.0', port), Yes)",
                 "                servers.append(s); threading.Thread(target=s.serve_forever, daemon=True).start()",
                 "            except OSError: time.sleep(0.005)",
-                "print('bound', flush=True)",
+                "open(sys.argv[1], 'w').close()",
                 "time.sleep(600)");
-        Process squat = attacked.exec("squatter", "python3", "-c", squatter);
+        ProcessHandle warden = attacked.warden().orElseThrow();
+        Path bound = dir.resolve("squatter-bound");
+        Process squat = attacked.exec("squatter", "python3", "-c", squatter, bound.toString());
         try {
-            dev.warden.testing.WardenProcess.Result reset = LilbeeServe.run(dir, env, "reset", "--yes");
-            assertEquals(0, reset.exitCode(), reset.stdout());
-            attacked.warden().orElseThrow().destroyForcibly();
+            signal(warden, "STOP");
+            emptyTheDataDir();
+            warden.destroyForcibly();
+            Await.until("the squatter holds warden's ports", LILBEE, () -> Files.exists(bound) || !squat.isAlive());
+            assertTrue(squat.isAlive(), "the squatter bound warden's ports");
             Await.until("the other pod serves", LILBEE, () -> other.probe("ready") == 200 && other.lilbeeListens());
+            neverTwo();
             assertEquals(starts, attacked.lilbeeStarts(), "the attacked pod's lilbee was never started again\n" + logs());
             assertTrue(attacked.lilbee().isEmpty(), "the attacked pod runs no lilbee\n" + logs());
-            neverTwo();
         } finally {
             squat.destroyForcibly();
             squat.waitFor();
+        }
+    }
+
+    private static void signal(ProcessHandle process, String signal) throws Exception {
+        assertEquals(0, new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).start().waitFor());
+    }
+
+    /** What {@code lilbee reset} does to the locks: everything under the data dir deleted. */
+    private void emptyTheDataDir() throws IOException {
+        try (Stream<Path> tree = Files.walk(data)) {
+            for (Path path : tree.filter(path -> !path.equals(data)).sorted(Comparator.reverseOrder()).toList()) {
+                Files.delete(path);
+            }
         }
     }
 }

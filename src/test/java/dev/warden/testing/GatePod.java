@@ -290,7 +290,8 @@ public final class GatePod implements AutoCloseable {
         return text.length() > 6000 ? "..." + text.substring(text.length() - 6000) : text;
     }
 
-    private static String read(Path file) {
+    /** A log's text so far, for waits and messages: never throws. */
+    public static String read(Path file) {
         try {
             return Files.exists(file) ? Files.readString(file) : "(none)\n";
         } catch (IOException e) {
