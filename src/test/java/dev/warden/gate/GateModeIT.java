@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.warden.testing.Await;
 import dev.warden.testing.FakeEngine;
 import dev.warden.testing.GatePod;
 import dev.warden.testing.Peer;
@@ -13,9 +14,9 @@ import dev.warden.testing.Supervised;
 import dev.warden.testing.WardenProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import java.util.Map;
@@ -215,11 +216,8 @@ class GateModeIT {
         Path log = WardenProcess.logFile("gate-pid-one");
         Process warden = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
         try {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (!Files.readString(log).contains("warden gates lilbee serve") && System.nanoTime() < deadline) {
-                assertTrue(warden.isAlive(), Files.readString(log));
-                Thread.sleep(50);
-            }
+            Await.until("warden says why it cannot gate", Duration.ofSeconds(60),
+                    () -> !warden.isAlive() || GatePod.read(log).contains("warden gates lilbee serve"));
             String text = Files.readString(log);
             assertTrue(text.contains("it is PID 1 of a PID namespace of its own") && text.contains("shareProcessNamespace: true"),
                     text);
