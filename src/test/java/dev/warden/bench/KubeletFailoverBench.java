@@ -12,7 +12,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Random;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 
 /**
  * Figures 11 and 12: failover on a real kubelet ({@link KubeletCluster}, two nodes), the chart installed with helm as a
@@ -23,38 +27,58 @@ import org.junit.jupiter.api.Test;
  * endpoint, as the API server reports them. Two methods, so each figure can be run alone (figure 12's bare rows wait
  * out the kubelet's back-off: most of an hour).
  */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class KubeletFailoverBench {
 
     /** The random wait before each kill: up to this long (CI's short run waits less). */
     private static final int RANDOM_WINDOW_MS = Integer.getInteger("warden.bench.kubelet-random-ms", 30_000);
     private static final String NODE1 = ClusterRelease.NODE1;
 
-    private final Random random = new Random(11);
+    /** Seeded again for each figure, so that a figure run alone waits as it does beside the other. */
+    private Random random;
+    /** One cluster for both figures: a cluster's start and its images' import are minutes of CI's short run. */
+    private KubeletCluster cluster;
+
+    @BeforeAll
+    void cluster() throws Exception {
+        cluster = KubeletCluster.start(Path.of(InteropTools.path("control-plane")), Path.of(InteropTools.path("node-images")),
+                Path.of("target/kubelet-bench").toAbsolutePath(), 2);
+    }
+
+    @BeforeEach
+    void seed() {
+        random = new Random(11);
+    }
+
+    @AfterAll
+    void stopTheCluster() throws Exception {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
 
     @Test
     void failoverPerModeOnARealKubelet() throws Exception {
         int rounds = Integer.getInteger("warden.bench.kubelet-rounds", 10);
         List<String> rows = new ArrayList<>();
         List<String> installs = new ArrayList<>();
-        try (KubeletCluster cluster = cluster()) {
-            try (ClusterRelease hold = ClusterRelease.helm(cluster, helm(), "hold", List.of(), NODE1)) {
-                installs.add(seconds("hold", hold.installed()));
-                rows.add(row("hold: the serving pod force-deleted", failovers(hold, rounds, hold::forceDelete), "-"));
-                rows.add(row("hold: the serving pod's warden SIGKILLed (llama-swap runs on in it)",
-                        failovers(hold, rounds, pod -> {
-                            hold.tolerateStaleReady(pod, Duration.ofSeconds(2));
-                            hold.kill(pod, "warden", "KILL");
-                        }), "-"));
-            }
-            try (ClusterRelease leased = ClusterRelease.helm(cluster, helm(), "gate-lease", ClusterRelease.GATE_LEASE, null)) {
-                installs.add(seconds("gate with a Lease", leased.installed()));
-                rows.add(row("gate, Lease across two nodes: the serving pod force-deleted",
-                        failovers(leased, rounds, leased::forceDelete), "-"));
-                // Restarted in place under the same identity, it goes on from its previous run's renewal of the Lease
-                // and adopts its lilbee: the same pod serves again.
-                rows.add(row("gate, Lease across two nodes: the serving warden SIGKILLed (restarted in place)",
-                        restarts(leased, rounds, pod -> leased.kill(pod, "warden", "KILL")), "-"));
-            }
+        try (ClusterRelease hold = ClusterRelease.helm(cluster, helm(), "hold", List.of(), NODE1)) {
+            installs.add(seconds("hold", hold.installed()));
+            rows.add(row("hold: the serving pod force-deleted", failovers(hold, rounds, hold::forceDelete), "-"));
+            rows.add(row("hold: the serving pod's warden SIGKILLed (llama-swap runs on in it)",
+                    failovers(hold, rounds, pod -> {
+                        hold.tolerateStaleReady(pod, Duration.ofSeconds(2));
+                        hold.kill(pod, "warden", "KILL");
+                    }), "-"));
+        }
+        try (ClusterRelease leased = ClusterRelease.helm(cluster, helm(), "gate-lease", ClusterRelease.GATE_LEASE, null)) {
+            installs.add(seconds("gate with a Lease", leased.installed()));
+            rows.add(row("gate, Lease across two nodes: the serving pod force-deleted",
+                    failovers(leased, rounds, leased::forceDelete), "-"));
+            // Restarted in place under the same identity, it goes on from its previous run's renewal of the Lease
+            // and adopts its lilbee: the same pod serves again.
+            rows.add(row("gate, Lease across two nodes: the serving warden SIGKILLed (restarted in place)",
+                    restarts(leased, rounds, pod -> leased.kill(pod, "warden", "KILL")), "-"));
         }
         Report.section("11. Failover on a real kubelet",
                 "A real cluster on this machine (src/test/kubernetes/node-up.sh: kubelet, containerd, kube-proxy v1.37.2, two"
@@ -70,23 +94,21 @@ class KubeletFailoverBench {
         int rounds = Integer.getInteger("warden.bench.kubelet-lilbee-rounds", 20);
         List<String> rows = new ArrayList<>();
         List<String> installs = new ArrayList<>();
-        try (KubeletCluster cluster = cluster()) {
-            try (ClusterRelease gate = ClusterRelease.helm(cluster, helm(), "gate", ClusterRelease.GATE, NODE1)) {
-                installs.add(seconds("gate", gate.installed()));
-                rows.add(row("gated by warden: the serving pod force-deleted", failovers(gate, rounds, gate::forceDelete),
-                        Integer.toString(gate.watch().exits("lilbee", 3))));
-                // The process, as a crash or the kernel's OOM killer ends it: its container's command starts it again.
-                rows.add(row("gated by warden: the serving lilbee SIGKILLed (started again in its pod)",
-                        restarts(gate, rounds, gate::killLilbee), Integer.toString(gate.watch().exits("lilbee", 3))));
-            }
-            try (ClusterRelease bare = ClusterRelease.manifests(cluster, "bare", bareLilbee(), "app=bare-lilbee", "bare-lilbee")) {
-                installs.add(seconds("bare lilbee", bare.installed()));
-                rows.add(row("bare lilbee replicas: the serving pod force-deleted", failovers(bare, rounds, bare::forceDelete),
-                        Integer.toString(bare.watch().exits("lilbee", 3))));
-                rows.add(row("bare lilbee replicas: the serving lilbee SIGKILLed (the kubelet restarts it)",
-                        restarts(bare, rounds, pod -> bare.kill(pod, "lilbee", "KILL")),
-                        Integer.toString(bare.watch().exits("lilbee", 3))));
-            }
+        try (ClusterRelease gate = ClusterRelease.helm(cluster, helm(), "gate", ClusterRelease.GATE, NODE1)) {
+            installs.add(seconds("gate", gate.installed()));
+            rows.add(row("gated by warden: the serving pod force-deleted", failovers(gate, rounds, gate::forceDelete),
+                    Integer.toString(gate.watch().exits("lilbee", 3))));
+            // The process, as a crash or the kernel's OOM killer ends it: its container's command starts it again.
+            rows.add(row("gated by warden: the serving lilbee SIGKILLed (started again in its pod)",
+                    restarts(gate, rounds, gate::killLilbee), Integer.toString(gate.watch().exits("lilbee", 3))));
+        }
+        try (ClusterRelease bare = ClusterRelease.manifests(cluster, "bare", bareLilbee(), "app=bare-lilbee", "bare-lilbee")) {
+            installs.add(seconds("bare lilbee", bare.installed()));
+            rows.add(row("bare lilbee replicas: the serving pod force-deleted", failovers(bare, rounds, bare::forceDelete),
+                    Integer.toString(bare.watch().exits("lilbee", 3))));
+            rows.add(row("bare lilbee replicas: the serving lilbee SIGKILLed (the kubelet restarts it)",
+                    restarts(bare, rounds, pod -> bare.kill(pod, "lilbee", "KILL")),
+                    Integer.toString(bare.watch().exits("lilbee", 3))));
         }
         Report.section("12. lilbee failover on a real kubelet",
                 "Figure 7's question without the test kubelet: the real cluster of figure 11, one node, 2 replicas on one"
@@ -104,11 +126,6 @@ class KubeletFailoverBench {
             + " (another, or the same one) is Ready and the Service's one ready endpoint, from a watch of the API server.";
     private static final List<String> HEADER = List.of("| failover | median ms | p99 ms | min ms | max ms | rounds | lilbee exits 3 |",
             "|---|---|---|---|---|---|---|");
-
-    private static KubeletCluster cluster() throws Exception {
-        return KubeletCluster.start(Path.of(InteropTools.path("control-plane")), Path.of(InteropTools.path("node-images")),
-                Path.of("target/kubelet-bench").toAbsolutePath(), 2);
-    }
 
     private static String helm() {
         return InteropTools.path("helm");
