@@ -1,10 +1,12 @@
 package dev.warden.engine;
 
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -23,6 +25,13 @@ public final class ProcessTable {
     private static final int PGRP = 5 - 3;
     private static final int SESSION = 6 - 3;
     private static final int STARTTIME = 22 - 3;
+    /**
+     * The unit of /proc's start times (USER_HZ): the kernel reports them in ticks of 1/100 s on every
+     * architecture it runs containers on, whatever its own timer frequency.
+     */
+    private static final long TICKS_PER_SECOND = 100;
+    /** /proc/stat has a line per CPU before {@code btime}: a bound on the lines read for it. */
+    private static final int STAT_LINES = 1 << 16;
     /** TCP_LISTEN in /proc/net/tcp's {@code st} column. */
     private static final String LISTEN = "0A";
 
@@ -37,6 +46,10 @@ public final class ProcessTable {
     }
 
     public Optional<ProcessInfo> info(long pid) {
+        return info(pid, bootTime());
+    }
+
+    private Optional<ProcessInfo> info(long pid, OptionalLong bootTime) {
         String[] fields = stat(pid);
         if (fields == null) {
             return Optional.empty();
@@ -45,8 +58,11 @@ public final class ProcessTable {
             byte[] cmdline = Files.readAllBytes(proc.resolve(Long.toString(pid)).resolve("cmdline"));
             List<String> argv = cmdline.length == 0 ? List.of()
                     : Arrays.asList(new String(cmdline, StandardCharsets.UTF_8).split("\0"));
+            long ticks = Long.parseLong(fields[STARTTIME]);
+            Optional<Instant> start = bootTime.isEmpty() ? Optional.empty()
+                    : Optional.of(Instant.ofEpochSecond(bootTime.getAsLong()).plusMillis(ticks * 1000 / TICKS_PER_SECOND));
             return Optional.of(new ProcessInfo(pid, Long.parseLong(fields[PPID]), Long.parseLong(fields[PGRP]), Long.parseLong(fields[SESSION]),
-                    ProcessHandle.of(pid).flatMap(h -> h.info().startInstant()), Long.parseLong(fields[STARTTIME]), argv));
+                    start, ticks, argv));
         } catch (IOException | RuntimeException e) {
             return Optional.empty();
         }
@@ -74,6 +90,30 @@ public final class ProcessTable {
         } catch (RuntimeException e) {
             return OptionalLong.empty();
         }
+    }
+
+    /**
+     * When the machine booted, in epoch seconds: {@code btime} in /proc/stat, read each time. lilbee's
+     * {@code created_at} is the btime of the moment it wrote the record plus the start ticks; the
+     * JDK's {@code startInstant()} keeps the btime of the moment the JVM first asked, so once the wall
+     * clock was stepped (an NTP step, a resumed VM) a long-running warden would take every engine
+     * started since for a reused pid, and never stop it.
+     */
+    private OptionalLong bootTime() {
+        try (BufferedReader lines = Files.newBufferedReader(proc.resolve("stat"), StandardCharsets.US_ASCII)) {
+            for (int i = 0; i < STAT_LINES; i++) {
+                String line = lines.readLine();
+                if (line == null) {
+                    break;
+                }
+                if (line.startsWith("btime ")) {
+                    return OptionalLong.of(Long.parseLong(line.substring("btime ".length()).trim()));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // no /proc/stat: start times are unknown, and no record's engine is taken for its pid
+        }
+        return OptionalLong.empty();
     }
 
     /** The fields of {@code /proc/<pid>/stat} after comm; null when there is no such process, or a zombie. */
@@ -105,10 +145,11 @@ public final class ProcessTable {
     /** Every process visible now. */
     public List<ProcessInfo> all() {
         List<ProcessInfo> all = new ArrayList<>();
+        OptionalLong bootTime = bootTime();
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(proc, "[0-9]*")) {
             for (Path entry : entries) {
                 try {
-                    info(Long.parseLong(entry.getFileName().toString())).ifPresent(all::add);
+                    info(Long.parseLong(entry.getFileName().toString()), bootTime).ifPresent(all::add);
                 } catch (NumberFormatException e) {
                     // not a process
                 }

@@ -115,7 +115,7 @@ class LlamaSwapInteropIT {
     }
 
     private void record(Process llamaSwap) throws Exception {
-        double created = llamaSwap.info().startInstant().orElseThrow().toEpochMilli() / 1000.0;
+        double created = FakeEngine.createdAt(llamaSwap.pid());
         Files.writeString(dir.root().resolve("llama-swap.state.chat." + llamaSwap.pid() + ".json"), String.format(Locale.ROOT,
                 "{\"pid\": %d, \"pgid\": %d, \"created_at\": %.3f, \"name\": \"llama-swap\", \"member_ports\": [%d],"
                         + " \"proxy_port\": %d, \"launches\": 1}", llamaSwap.pid(), llamaSwap.pid(), created, member, proxy));

@@ -131,7 +131,25 @@ public final class FakeEngine implements AutoCloseable {
 
     /** The process's start, as lilbee records {@code created_at} (epoch seconds). */
     public double createdAt() {
-        return process.info().startInstant().orElseThrow().toEpochMilli() / 1000.0;
+        return createdAt(pid());
+    }
+
+    /**
+     * {@code pid}'s start as lilbee's psutil computes {@code created_at}: /proc/stat's btime as of now
+     * plus the start ticks. Not the JDK's {@code startInstant()}, which keeps the btime of this JVM's
+     * first ask: after a clock step that is no longer what lilbee would write.
+     */
+    public static double createdAt(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            long ticks = Long.parseLong(fields[22 - 3]);
+            long btime = Files.readAllLines(Path.of("/proc/stat")).stream().filter(l -> l.startsWith("btime "))
+                    .map(l -> Long.parseLong(l.substring(6).trim())).findFirst().orElseThrow();
+            return btime + ticks / 100.0;
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     public boolean alive() {
