@@ -116,6 +116,9 @@ seccompProfile:
     - {name: WARDEN_MODE, value: {{ .Values.mode | quote }}}
     # The release label on warden's series: the alerts count the pods serving a data dir per release.
     - {name: WARDEN_METRICS_RELEASE, value: {{ .Release.Name | quote }}}
+    # The kubelet probes from the node: its addresses keep a share of warden's connections no other peer can take.
+    - name: WARDEN_HTTP_NODE_ADDRESSES
+      valueFrom: {fieldRef: {fieldPath: status.hostIPs}}
     {{- if eq .Values.mode "gate" }}
     # Ready only once lilbee answers too (with a 401: it asks a token even there, and that shows it serves).
     - {name: WARDEN_GATE_HEALTH_URL, value: "http://127.0.0.1:{{ .Values.lilbee.port }}/api/health"}

@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.channel.Channel;
 import io.vertx.core.Vertx;
 import jakarta.inject.Singleton;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -26,31 +27,38 @@ public class ConnectionGuards {
 
     private final Vertx vertx;
     private final MeterRegistry meters;
-    private final ConnectionLimits limits;
+    private final WardenConfig.Http http;
+    private final Duration idle;
 
     public ConnectionGuards(Vertx vertx, MeterRegistry meters, WardenConfig config,
             @ConfigProperty(name = "quarkus.http.idle-timeout", defaultValue = "75s") Duration idle) {
         this.vertx = vertx;
         this.meters = meters;
-        WardenConfig.Http http = config.http();
-        this.limits = new ConnectionLimits(http.maxConnections(), http.maxConnectionsPerPeer(), http.requestHeaderTimeout(),
-                http.requestTimeout(), idle);
+        this.http = config.http();
+        this.idle = idle;
     }
 
-    /** Guards every listening socket not guarded yet, with its two meters. */
+    /**
+     * Guards every listening socket not guarded yet, with its two meters.
+     *
+     * @throws IllegalArgumentException naming the setting, when the limits or the node's addresses are not usable
+     */
     public synchronized void install() {
+        ConnectionLimits limits = new ConnectionLimits(http.maxConnections(), http.maxConnectionsPerPeer(),
+                http.requestHeaderTimeout(), http.requestTimeout(), idle);
+        NodeAddresses node = NodeAddresses.of(http.nodeAddresses().orElse(List.of()), Path.of("/proc/self/net"));
         PodAddresses pod = PodAddresses.ofThisNamespace();
         for (HttpServerSockets.Listening socket : HttpServerSockets.of(vertx)) {
             Channel listening = socket.channel();
             if (listening.pipeline().get(NAME) != null) {
                 continue;
             }
-            ConnectionGuard guard = new ConnectionGuard(socket.port(), limits, pod);
+            ConnectionGuard guard = new ConnectionGuard(socket.port(), limits, pod, node);
             listening.pipeline().addFirst(NAME, guard);
             adopt(guard, socket);
             // A connection accepted just before the guard joins the group only once its event loop has registered it.
             listening.eventLoop().schedule(() -> adopt(guard, socket), 1, TimeUnit.SECONDS);
-            LOG.debugf("Connection limits on port %d: %s", socket.port(), limits);
+            LOG.debugf("Connection limits on port %d: %s, the node's share kept for %s", socket.port(), limits, node.known());
             String port = Integer.toString(socket.port());
             Gauge.builder("warden.http.connections", guard, ConnectionGuard::open)
                     .description("Connections open on this port, as counted at accept").tag("port", port).register(meters);

@@ -34,7 +34,7 @@ record PodAddresses(Set<InetAddress> own) {
     }
 
     /** fe80::1%eth0 and fe80::1 name one address here: a link-local peer's scope is the interface it came in on. */
-    private static InetAddress withoutScope(InetAddress address) {
+    static InetAddress withoutScope(InetAddress address) {
         try {
             return InetAddress.getByAddress(address.getAddress());
         } catch (java.net.UnknownHostException e) {

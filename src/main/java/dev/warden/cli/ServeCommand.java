@@ -146,7 +146,12 @@ public class ServeCommand implements Callable<Integer> {
         // end the JVM with the default 143 while it holds locks or is stopping an engine.
         exitCleanlyOn("TERM");
         exitCleanlyOn("INT");
-        connections.install();
+        try {
+            connections.install();
+        } catch (IllegalArgumentException e) {
+            spec.commandLine().getErr().println("warden: " + e.getMessage());
+            return ExitCodes.USAGE;
+        }
         boundary.guard();
         LilbeePaths lilbee = paths.resolve(config);
         LOG.infof("Data root %s (from %s)", lilbee.dataRoot(), lilbee.rootOrigin());

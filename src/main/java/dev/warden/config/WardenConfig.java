@@ -4,6 +4,7 @@ import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -282,6 +283,13 @@ public interface WardenConfig {
         /** Connections open at once on each port from one peer address (this pod's processes together are one). */
         @WithDefault("32")
         int maxConnectionsPerPeer();
+
+        /**
+         * The node's addresses, whence the kubelet probes (the chart gives the pod's status.hostIPs): with this pod's
+         * default gateways, one peer whose share is kept for it, so that no number of other peers can crowd out the
+         * kubelet's probes. Address literals, comma-separated.
+         */
+        Optional<List<String>> nodeAddresses();
 
         /**
          * Time from a connection's accept to the end of its request's head; the bytes trickled meanwhile

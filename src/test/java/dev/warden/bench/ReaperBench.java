@@ -82,7 +82,8 @@ class ReaperBench {
         List<String> rows = new ArrayList<>();
         // The load comes from loopback, which is this pod's one peer: lift the peer's share so that a burst of the
         // open loop's connections measures the probe, not figure 10's limit.
-        try (WardenProcess warden = WardenProcess.serve("bench-probes", List.of("-Dwarden.http.max-connections-per-peer=256"),
+        try (WardenProcess warden = WardenProcess.serve("bench-probes", List.of("-Dwarden.http.max-connections=512",
+                "-Dwarden.http.max-connections-per-peer=256"),
                 "--data-root", dir.resolve("root").toString(), "--engine-dir", dir.resolve("engine").toString())) {
             warden.awaitStatus("/q/health/ready", 200);
             HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();

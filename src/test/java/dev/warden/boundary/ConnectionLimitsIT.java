@@ -110,24 +110,79 @@ class ConnectionLimitsIT {
         }
     }
 
+    /**
+     * Four times as many peers outside the pod as the total holds shares of (32 of 32 each: other pods of the node, or
+     * one pod holding many addresses), each holding all it can on the management port: they get the total less the
+     * node's share between them, and the kubelet's probes from the node answer throughout.
+     */
+    @Test
+    void theKubeletsProbesAnswerWhileFourTimesTheCapsNumberOfOtherPeersHoldTheirShares() throws Exception {
+        int total = 256;
+        int share = 32;
+        try (PodNetwork pod = PodNetwork.create();
+                WardenProcess warden = warden(pod, List.of("prlimit", "--nofile=1024:1024", "--"), "crowded", List.of())) {
+            warden.awaitStatus("/q/health/started", 200);
+            List<String> targets = pod.otherPeers(4 * total / share).stream()
+                    .map(peer -> pod.podAddress() + ":" + warden.managementPort() + ":" + (share + 8) + ":flood:" + peer).toList();
+            int probes = 0;
+            JsonNode report;
+            try (ConnectionFlood flood = ConnectionFlood.fromOutside(6, targets.toArray(String[]::new))) {
+                for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5); System.nanoTime() < end; probes++) {
+                    assertEquals(200, probe(pod, warden, "/q/health/live"),
+                            "probe " + probes + " from the node answered within " + PROBE_TIMEOUT_MS + " ms\n" + warden.log());
+                    Thread.sleep(100);
+                }
+                report = flood.report();
+            }
+            int held = 0;
+            for (JsonNode peer : report) {
+                assertTrue(peer.path("held").asInt() <= share, "no peer past its share: " + peer);
+                held += peer.path("held").asInt();
+            }
+            assertEquals(total - share, held, "the other peers hold the total less the node's share, no more: " + report);
+            assertTrue(probes > 30, "the probes ran throughout: " + probes);
+        }
+    }
+
+    /**
+     * The node holding its share as well as eight peers outside the pod theirs: exactly the total is open, a probe past
+     * it is refused, and that many idle connections on each port stay under the chart's memory limit.
+     */
     @Test
     void theTotalCapHoldsAndACapsWorthOfIdleConnectionsStaysUnderTheChartsMemoryLimit() throws Exception {
-        try (PodNetwork pod = PodNetwork.create();
-                WardenProcess warden = warden(pod, List.of(), "capped", List.of("-Dwarden.http.max-connections-per-peer=256"))) {
+        try (PodNetwork pod = PodNetwork.create(); WardenProcess warden = warden(pod, List.of(), "capped", List.of())) {
             // Probes that close their connection: a pooled one left open would take one of the 256 places.
             Await.until("warden started", () -> probe(pod, warden, "/q/health/started") == 200);
+            List<String> targets = new ArrayList<>();
+            for (String peer : pod.otherPeers(8)) {
+                for (int port : new int[] {warden.port(), warden.managementPort()}) {
+                    targets.add(pod.podAddress() + ":" + port + ":40:flood:" + peer);
+                }
+            }
+            for (int port : new int[] {warden.port(), warden.managementPort()}) {
+                targets.add(pod.podAddress() + ":" + port + ":40:flood:" + pod.nodeAddress());
+            }
             long rss;
             JsonNode report;
-            try (ConnectionFlood flood = ConnectionFlood.start(pod, 4, "127.0.0.1:" + warden.port() + ":300:flood",
-                    "127.0.0.1:" + warden.managementPort() + ":300:flood")) {
+            try (ConnectionFlood flood = ConnectionFlood.fromOutside(4, targets.toArray(String[]::new))) {
                 Thread.sleep(1000);
                 rss = ImageJvm.rssKb(warden.pid());
                 assertEquals(-1, probe(pod, warden, "/q/health/live"),
-                        "the total counts every peer: with 256 open a probe is refused too (the per-peer share keeps its room)");
+                        "the total counts every peer: with 256 open, the node's share among them, a probe is refused too");
                 report = flood.report();
             }
-            for (JsonNode target : report) {
-                assertEquals(256, target.path("held").asInt(), "exactly the cap is open: " + target);
+            for (int port : new int[] {warden.port(), warden.managementPort()}) {
+                String target = pod.podAddress() + ":" + port;
+                int held = 0;
+                for (JsonNode peer : report) {
+                    if (peer.path("target").asText().equals(target)) {
+                        held += peer.path("held").asInt();
+                        if (peer.path("source").asText().equals(pod.nodeAddress())) {
+                            assertEquals(32, peer.path("held").asInt(), "the node holds its share: " + peer);
+                        }
+                    }
+                }
+                assertEquals(256, held, "exactly the cap is open on " + target + ": " + report);
             }
             assertTrue(rss < CHART_LIMIT_KIB, "512 idle connections: " + rss + " KiB");
             System.out.printf("VmRSS with 256 idle connections on each port: %d KiB%n", rss);

@@ -211,6 +211,20 @@ class ServeIT {
     }
 
     @Test
+    void connectionLimitsWithoutRoomForTheNodesShareAndANodeAddressThatIsNotOneAreRefused() throws Exception {
+        WardenProcess.Result crowded = WardenProcess.run(java.util.Map.of("WARDEN_HTTP_MAX_CONNECTIONS", "40"),
+                "serve", "--data-root", dir.toString());
+        assertEquals(2, crowded.exitCode(), crowded.stderr());
+        assertTrue(crowded.stderr().contains("warden.http.max-connections (40) must be at least twice"
+                + " warden.http.max-connections-per-peer (32)"), crowded.stderr());
+        WardenProcess.Result named = WardenProcess.run(java.util.Map.of("WARDEN_HTTP_NODE_ADDRESSES", "10.0.0.1,node-1"),
+                "serve", "--data-root", dir.toString());
+        assertEquals(2, named.exitCode(), named.stderr());
+        assertTrue(named.stderr().contains("warden.http.node-addresses: \"node-1\" is not an IP address"), named.stderr());
+        assertFalse(Files.exists(dir.resolve("data/server.lock")), "nothing is taken before the settings are checked");
+    }
+
+    @Test
     void lilbeeDataDirIsIgnoredAsLilbeeServeIgnoresItAndTheStartSaysSo() throws Exception {
         Path root = dir.resolve("lib");
         try (WardenProcess warden = WardenProcess.serve("ignored-data-dir", java.util.Map.of("LILBEE_DATA", root.toString(),

@@ -146,6 +146,9 @@ final class PodChecks {
         assertEquals("/q/health/live", warden.at("/livenessProbe/httpGet/path").asText(), "liveness never on the lock");
         assertEquals("/q/health/ready", warden.at("/readinessProbe/httpGet/path").asText());
         assertEquals("/q/health/started", warden.at("/startupProbe/httpGet/path").asText());
+        assertTrue(warden.path("env").toString().contains(
+                "{\"name\":\"WARDEN_HTTP_NODE_ADDRESSES\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.hostIPs\"}}}"),
+                "the node's addresses keep the kubelet's share of warden's connections: " + warden.path("env"));
         int livenessGrace = warden.at("/livenessProbe/terminationGracePeriodSeconds").asInt(Integer.MAX_VALUE);
         assertTrue(livenessGrace <= 10, "a stalled warden holds its lock until killed: not the pod's grace, " + livenessGrace);
         assertFalse(pod.path("automountServiceAccountToken").asBoolean(true), "no API token in every container");

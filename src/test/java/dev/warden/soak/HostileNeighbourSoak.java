@@ -446,7 +446,8 @@ class HostileNeighbourSoak {
      */
     @Test
     void idleConnectionsAreLetGoAndTheProbesAnswerMeanwhile() throws Exception {
-        try (WardenProcess warden = warden("neighbour-idle", List.of("-Dwarden.http.max-connections-per-peer=256"))) {
+        try (WardenProcess warden = warden("neighbour-idle", List.of("-Dwarden.http.max-connections=512",
+                "-Dwarden.http.max-connections-per-peer=256"))) {
             warden.awaitStatus("/q/health/ready", 200);
             Process idle = neighbour("""
                     import select, socket, sys, time

@@ -25,7 +25,8 @@ public final class ConnectionFlood implements AutoCloseable {
      * A neighbour's connections, for {@code seconds}, to each {@code host:port} target: {@code flood} keeps
      * {@code n} open, reconnecting the moment warden closes one; {@code trickle} opens {@code n} and sends
      * one byte of a request line to each every 100 ms, never ending it; {@code retrickle} trickles and
-     * reconnects the moment warden closes one. Prints per target how many
+     * reconnects the moment warden closes one; a fifth field, an IPv4 address, is the connections' source. Prints per
+     * target how many
      * warden closed within half a second of their connect (refused), how many are open and older than
      * that at the end (held), and the longest any lived.
      */
@@ -34,10 +35,10 @@ public final class ConnectionFlood implements AutoCloseable {
             hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
             seconds, targets = float(sys.argv[1]), [t.split(':') for t in sys.argv[2:]]
-            state = [{'host': h, 'port': int(p), 'n': int(n), 'mode': m, 'socks': [], 'refused': 0, 'longest': 0.0}
-                     for h, p, n, m in targets]
+            state = [{'host': h, 'port': int(p), 'n': int(n), 'mode': m, 'source': (rest[0], 0) if rest else None,
+                      'socks': [], 'refused': 0, 'longest': 0.0} for h, p, n, m, *rest in targets]
             def connect(t):
-                s = socket.create_connection((t['host'], t['port']), timeout=5)
+                s = socket.create_connection((t['host'], t['port']), timeout=5, source_address=t['source'])
                 s.setblocking(False)
                 t['socks'].append((s, time.monotonic()))
             for t in state:
@@ -72,7 +73,8 @@ public final class ConnectionFlood implements AutoCloseable {
                             connect(t)
                 time.sleep(0.1)
             now = time.monotonic()
-            print(json.dumps([{'target': '%s:%d' % (t['host'], t['port']), 'refused': t['refused'],
+            print(json.dumps([{'target': '%s:%d' % (t['host'], t['port']), 'source': t['source'] and t['source'][0],
+                               'refused': t['refused'],
                                'held': sum(1 for s, since in t['socks'] if now - since >= 0.5),
                                'longest': max([t['longest']] + [now - since for s, since in t['socks']])} for t in state]),
                   flush=True)
@@ -89,7 +91,16 @@ public final class ConnectionFlood implements AutoCloseable {
      * returns once every first connection is made.
      */
     public static ConnectionFlood start(PodNetwork pod, double seconds, String... targets) throws IOException {
-        List<String> command = new ArrayList<>(pod.enter());
+        return start(pod.enter(), seconds, targets);
+    }
+
+    /** As {@link #start(PodNetwork, double, String...)}, from outside the pod: other pods, or the node itself. */
+    public static ConnectionFlood fromOutside(double seconds, String... targets) throws IOException {
+        return start(List.of(), seconds, targets);
+    }
+
+    private static ConnectionFlood start(List<String> prefix, double seconds, String... targets) throws IOException {
+        List<String> command = new ArrayList<>(prefix);
         command.addAll(List.of("python3", "-c", NEIGHBOUR, Double.toString(seconds)));
         command.addAll(List.of(targets));
         ConnectionFlood flood = new ConnectionFlood(new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start());

@@ -3,6 +3,7 @@ package dev.warden.testing;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -20,11 +21,15 @@ public final class PodNetwork implements AutoCloseable {
     private static final AtomicInteger COUNT = new AtomicInteger();
 
     private final Process holder;
+    private final int number;
+    private final String nodeSide;
     private final String nodeAddress;
     private final String podAddress;
 
-    private PodNetwork(Process holder, String nodeAddress, String podAddress) {
+    private PodNetwork(Process holder, int number, String nodeSide, String nodeAddress, String podAddress) {
         this.holder = holder;
+        this.number = number;
+        this.nodeSide = nodeSide;
         this.nodeAddress = nodeAddress;
         this.podAddress = podAddress;
     }
@@ -52,7 +57,9 @@ public final class PodNetwork implements AutoCloseable {
             run("nsenter", enter, "ip", "link", "set", "lo", "up");
             run("nsenter", enter, "ip", "addr", "add", pod + "/30", "dev", podSide);
             run("nsenter", enter, "ip", "link", "set", podSide, "up");
-            return new PodNetwork(holder, node, pod);
+            // As a pod's: everything else through the node, whose end of the link is the pod's gateway.
+            run("nsenter", enter, "ip", "route", "add", "default", "via", node);
+            return new PodNetwork(holder, n, nodeSide, node, pod);
         } catch (IOException | InterruptedException | RuntimeException | Error e) {
             holder.destroyForcibly();
             throw e;
@@ -88,6 +95,24 @@ public final class PodNetwork implements AutoCloseable {
     /** The node's address, from which the test's probes come. */
     public String nodeAddress() {
         return nodeAddress;
+    }
+
+    /**
+     * {@code count} (at most 254) addresses of other peers, as other pods of the node would connect from: each on the
+     * node's end of the link, reached from the pod through its gateway. They go with the link when the pod does.
+     */
+    public List<String> otherPeers(int count) throws IOException, InterruptedException {
+        if (count < 1 || count > 254) {
+            throw new IllegalArgumentException("1 to 254 other peers, not " + count);
+        }
+        List<String> peers = new ArrayList<>();
+        for (int host = 1; host <= count; host++) {
+            // 10.160.0.0 to 10.223.255.255: one /24 per pod, apart from the pods' own /30s.
+            String peer = "10." + (160 + number / 256) + "." + (number % 256) + "." + host;
+            run("ip", "addr", "add", peer + "/32", "dev", nodeSide);
+            peers.add(peer);
+        }
+        return peers;
     }
 
     @Override
