@@ -4,6 +4,7 @@ import dev.warden.config.WardenConfig;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfig;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfigBuilder;
@@ -45,8 +46,12 @@ public final class LeaseElection implements GateElection {
     private final AtomicReference<LeaseState> state;
     private final AtomicBoolean stopped = new AtomicBoolean();
     private final AtomicReference<CompletableFuture<?>> running = new AtomicReference<>();
+    /** Whether the Lease's absence, or a refusal to read it, was logged since a read last found it. */
+    private final AtomicBoolean warnedUnusable = new AtomicBoolean();
     private KubernetesClient client;
     private Thread thread;
+    /** Where the Lease lives, once {@link #start} resolved it. */
+    private volatile String namespace = "";
 
     /**
      * @param namespace where the Lease lives; empty: the pod's own (the service account's namespace,
@@ -149,19 +154,19 @@ public final class LeaseElection implements GateElection {
         config.setRequestTimeout(timeout);
         config.setConnectionTimeout(timeout);
         config.setRequestRetryBackoffLimit(0);
-        String namespace = settings.namespace().orElse(Optional.ofNullable(config.getNamespace()).orElse("default"));
+        namespace = settings.namespace().orElse(Optional.ofNullable(config.getNamespace()).orElse("default"));
         // The JDK's HTTP client, named rather than found through a ServiceLoader (the native executable registers none).
         client = new KubernetesClientBuilder().withConfig(config).withHttpClientFactory(new JdkHttpClientFactory()).build();
         LOG.infof("Contending for Lease %s/%s as %s%s (lease %d s, renew deadline %d s, retry %d s)", namespace,
                 settings.name(), settings.identity(), node.map(n -> " on node " + n).orElse(""),
                 settings.duration().toSeconds(), settings.renewDeadline().toSeconds(), settings.retryPeriod().toSeconds());
         state.updateAndGet(s -> s.began(clock.now()));
-        thread = Thread.ofPlatform().daemon().name("warden-lease").start(() -> contend(namespace));
+        thread = Thread.ofPlatform().daemon().name("warden-lease").start(this::contend);
     }
 
-    private void contend(String namespace) {
+    private void contend() {
         while (!stopped.get()) {
-            LeaseLock lock = new LeaseLock(namespace, settings.name(), settings.identity());
+            LeaseLock lock = new UnheldLeaseLock(namespace, settings.name(), settings.identity(), settings.duration());
             CompletableFuture<?> elector = client.leaderElector().withConfig(electionConfig(lock)).build().start();
             running.set(elector);
             if (stopped.get()) {
@@ -236,18 +241,41 @@ public final class LeaseElection implements GateElection {
             LeaderElectionRecord record;
             try {
                 record = lock.get(kubernetes);
+            } catch (KubernetesClientException e) {
+                state.updateAndGet(LeaseState::failed);
+                if (e.getCode() == 403) {
+                    warnUnusable("may not be read by this warden: its Role allows another Lease (warden.gate.lease.name "
+                            + "must name the Lease the chart made)");
+                }
+                throw e;
             } catch (RuntimeException e) {
                 state.updateAndGet(LeaseState::failed);
                 throw e;
+            }
+            if (record != null) {
+                warnedUnusable.set(false);
             }
             state.updateAndGet(s -> s.read(Optional.ofNullable(record).map(LeaderElectionRecord::getHolderIdentity),
                     renewTime(record), settings.identity()));
             return record;
         }
 
+        /**
+         * The chart creates the Lease and its Role has no create (RBAC cannot name what a create makes): a warden that
+         * gets here finds the Lease deleted, or not yet made, and the API server refuses.
+         */
         @Override
         public void create(KubernetesClient kubernetes, LeaderElectionRecord record) {
-            write(record, () -> lock.create(kubernetes, record));
+            try {
+                write(record, () -> lock.create(kubernetes, record));
+            } catch (KubernetesClientException e) {
+                if (e.getCode() == 403) {
+                    warnUnusable("does not exist, and this warden may not create it (its Role allows get, update and patch "
+                            + "on that one Lease): helm upgrade creates it again, or create it with kubectl, "
+                            + "spec.leaseDurationSeconds " + settings.duration().toSeconds());
+                }
+                throw e;
+            }
         }
 
         @Override
@@ -275,6 +303,13 @@ public final class LeaseElection implements GateElection {
         @Override
         public String describe() {
             return lock.describe();
+        }
+    }
+
+    /** Logged once until a read finds the Lease again; the elector retries every retry period meanwhile. */
+    private void warnUnusable(String what) {
+        if (warnedUnusable.compareAndSet(false, true)) {
+            LOG.warnf("The Lease %s/%s %s. No warden leads until then.", namespace, settings.name(), what);
         }
     }
 

@@ -91,11 +91,14 @@ class HelmChartTest {
         assertTrue(env.contains("{\"name\":\"WARDEN_GATE_LEASE_NAME\",\"value\":\"lib-warden-gate\"}"), env);
         assertTrue(env.contains("\"fieldPath\":\"metadata.name\""), "the pod is the Lease's holder identity: " + env);
         String rules = kind(objects, "Role").path("rules").toString();
-        assertEquals("[{\"apiGroups\":[\"coordination.k8s.io\"],\"resources\":[\"leases\"],\"verbs\":[\"create\"]},"
-                + "{\"apiGroups\":[\"coordination.k8s.io\"],\"resources\":[\"leases\"],\"resourceNames\":[\"lib-warden-gate\"],"
-                + "\"verbs\":[\"get\",\"update\",\"patch\"]}]", rules);
+        assertEquals("[{\"apiGroups\":[\"coordination.k8s.io\"],\"resources\":[\"leases\"],\"resourceNames\":[\"lib-warden-gate\"],"
+                + "\"verbs\":[\"get\",\"update\",\"patch\"]}]", rules, "no create: RBAC cannot name what a create makes");
+        JsonNode lease = kind(objects, "Lease");
+        assertEquals("lib-warden-gate", lease.at("/metadata/name").asText());
+        assertEquals("{\"leaseDurationSeconds\":15}", lease.path("spec").toString(), "held by no one; the duration fabric8 needs to read it");
         assertEquals("lib-warden-gate", kind(objects, "RoleBinding").at("/subjects/0/name").asText());
         assertTrue(kind(render(CHART.resolve("ci/gate-values.yaml")), "Role").isMissingNode(), "no Role in file mode");
+        assertTrue(kind(render(CHART.resolve("ci/gate-values.yaml")), "Lease").isMissingNode(), "no Lease in file mode");
     }
 
     /**
@@ -270,6 +273,7 @@ class HelmChartTest {
         List<JsonNode> objects = render(values);
         assertEquals("warden-leases", kind(objects, "Role").at("/metadata/namespace").asText());
         assertEquals("warden-leases", kind(objects, "RoleBinding").at("/metadata/namespace").asText());
+        assertEquals("warden-leases", kind(objects, "Lease").at("/metadata/namespace").asText());
         JsonNode warden = container(kind(objects, "Deployment").at("/spec/template/spec"), "initContainers", "warden");
         assertTrue(warden.path("env").toString().contains("{\"name\":\"WARDEN_GATE_LEASE_NAMESPACE\",\"value\":\"warden-leases\"}"),
                 warden.toString());
