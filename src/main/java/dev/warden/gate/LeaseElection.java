@@ -241,15 +241,12 @@ public final class LeaseElection implements GateElection {
             LeaderElectionRecord record;
             try {
                 record = lock.get(kubernetes);
-            } catch (KubernetesClientException e) {
+            } catch (RuntimeException e) {
                 state.updateAndGet(LeaseState::failed);
-                if (e.getCode() == 403) {
+                if (e instanceof KubernetesClientException refused && refused.getCode() == 403) {
                     warnUnusable("may not be read by this warden: its Role allows another Lease (warden.gate.lease.name "
                             + "must name the Lease the chart made)");
                 }
-                throw e;
-            } catch (RuntimeException e) {
-                state.updateAndGet(LeaseState::failed);
                 throw e;
             }
             if (record != null) {
@@ -309,7 +306,7 @@ public final class LeaseElection implements GateElection {
     /** Logged once until a read finds the Lease again; the elector retries every retry period meanwhile. */
     private void warnUnusable(String what) {
         if (warnedUnusable.compareAndSet(false, true)) {
-            LOG.warnf("The Lease %s/%s %s. No warden leads until then.", namespace, settings.name(), what);
+            LOG.warnf("The Lease %s/%s %s. This warden does not lead until then.", namespace, settings.name(), what);
         }
     }
 

@@ -72,9 +72,9 @@ class LeaseInteropIT {
                 "    user: gate", "    namespace: " + NAMESPACE, "current-context: gate", ""));
     }
 
-    /** {@code helm install} or {@code upgrade} of the chart in lease mode, as the cluster's admin; {@code more}: --set options. */
-    private static Command.Run helmRun(String command, String... more) throws Exception {
-        List<String> args = new ArrayList<>(List.of(KubernetesTypesInteropIT.tool("helm"), command, RELEASE, "helm/warden",
+    /** {@code helm install} or {@code upgrade} of {@code release}, the chart in lease mode, as the cluster's admin; {@code more}: --set options. */
+    private static Command.Run helmRun(String command, String release, String... more) throws Exception {
+        List<String> args = new ArrayList<>(List.of(KubernetesTypesInteropIT.tool("helm"), command, release, "helm/warden",
                 "-f", "helm/warden/ci/gate-lease-values.yaml", "--namespace", NAMESPACE,
                 "--kubeconfig", plane.kubeconfig().toString()));
         args.addAll(List.of(more));
@@ -82,7 +82,7 @@ class LeaseInteropIT {
     }
 
     private static void helm(String command, String... more) throws Exception {
-        Command.Run run = helmRun(command, more);
+        Command.Run run = helmRun(command, RELEASE, more);
         assertEquals(0, run.exitCode(), "helm " + command + "\n" + run.output());
     }
 
@@ -95,11 +95,7 @@ class LeaseInteropIT {
 
     @BeforeEach
     void wardens() {
-        wardens = new LeaseWardens("lease", tokenConfig, dir, List.of("-Dwarden.gate.lease.name=" + LEASE_NAME,
-                "-Dwarden.gate.lease.duration=" + LEASE.toSeconds() + "s",
-                "-Dwarden.gate.lease.renew-deadline=" + RENEW_DEADLINE.toSeconds() + "s",
-                "-Dwarden.gate.lease.retry-period=" + RETRY.toSeconds() + "s", "-Dwarden.gate.supervisor.grace=1s",
-                "-Dwarden.gate.supervisor.stall-bound=1s"));
+        wardens = contending("lease", dir, LEASE_NAME);
     }
 
     /** Each test starts from the chart's Lease held by no one: deleted, and made again by an upgrade. */
@@ -248,7 +244,9 @@ class LeaseInteropIT {
     void aWardenWithTheChartsRoleCannotCreateOrTakeAnotherLease() throws Exception {
         plane.ok(String.join("\n", "apiVersion: coordination.k8s.io/v1", "kind: Lease", "metadata: {name: another}",
                 "spec: {leaseDurationSeconds: 8}", ""), "apply", "-n", NAMESPACE, "-f", "-");
-        try (LeaseWardens missing = others("missing"); LeaseWardens another = others("another")) {
+        // Leases the chart did not make
+        try (LeaseWardens missing = contending("missing", dir.resolve("missing"), "missing");
+                LeaseWardens another = contending("another", dir.resolve("another"), "another")) {
             WardenProcess creator = missing.start("creator");
             WardenProcess taker = another.start("taker");
             // It may not even read the Lease it would make, so it never gets as far as asking to create it.
@@ -300,20 +298,18 @@ class LeaseInteropIT {
     void aLeaseAnEarlierWardenMadeIsTakenOverOnceMarkedAsTheReleases() throws Exception {
         String earlier = "earlier";
         String name = earlier + "-warden-gate";
-        List<String> chart = List.of("helm/warden", "-f", "helm/warden/ci/gate-lease-values.yaml", "--namespace", NAMESPACE,
-                "--kubeconfig", plane.kubeconfig().toString());
         try {
-            KubernetesTypesInteropIT.accepted("", concat(List.of(KubernetesTypesInteropIT.tool("helm"), "install", earlier), chart,
-                    List.of("--set", "gate.election=file")));
+            Command.Run installed = helmRun("install", earlier, "--set", "gate.election=file");
+            assertEquals(0, installed.exitCode(), installed.output());
             plane.ok(String.join("\n", "apiVersion: coordination.k8s.io/v1", "kind: Lease", "metadata: {name: " + name + "}",
                     "spec: {holderIdentity: pod-a, leaseDurationSeconds: 15, leaseTransitions: 3}", ""), "apply", "-n", NAMESPACE, "-f", "-");
-            String[] upgrade = concat(List.of(KubernetesTypesInteropIT.tool("helm"), "upgrade", earlier), chart, List.of());
-            Command.Run refused = KubernetesTypesInteropIT.run("", upgrade);
+            Command.Run refused = helmRun("upgrade", earlier);
             assertTrue(refused.exitCode() != 0 && refused.output().contains("invalid ownership metadata"), refused.output());
             plane.ok(null, "-n", NAMESPACE, "label", "lease", name, "app.kubernetes.io/managed-by=Helm");
             plane.ok(null, "-n", NAMESPACE, "annotate", "lease", name, "meta.helm.sh/release-name=" + earlier,
                     "meta.helm.sh/release-namespace=" + NAMESPACE);
-            KubernetesTypesInteropIT.accepted("", upgrade);
+            Command.Run upgraded = helmRun("upgrade", earlier);
+            assertEquals(0, upgraded.exitCode(), upgraded.output());
             assertEquals("pod-a", lease(name, ".spec.holderIdentity"));
             assertEquals("3", lease(name, ".spec.leaseTransitions"));
         } finally {
@@ -323,14 +319,9 @@ class LeaseInteropIT {
         }
     }
 
-    @SafeVarargs
-    private static String[] concat(List<String>... parts) {
-        return java.util.Arrays.stream(parts).flatMap(List::stream).toArray(String[]::new);
-    }
-
-    /** Wardens with the chart's token contending for the Lease {@code name}, which the chart did not make. */
-    private LeaseWardens others(String name) {
-        return new LeaseWardens(name, tokenConfig, dir.resolve(name), List.of("-Dwarden.gate.lease.name=" + name,
+    /** Wardens with the chart's token, on data roots under {@code root}, contending for the Lease {@code name}. */
+    private static LeaseWardens contending(String prefix, Path root, String name) {
+        return new LeaseWardens(prefix, tokenConfig, root, List.of("-Dwarden.gate.lease.name=" + name,
                 "-Dwarden.gate.lease.duration=" + LEASE.toSeconds() + "s",
                 "-Dwarden.gate.lease.renew-deadline=" + RENEW_DEADLINE.toSeconds() + "s",
                 "-Dwarden.gate.lease.retry-period=" + RETRY.toSeconds() + "s", "-Dwarden.gate.supervisor.grace=1s",
