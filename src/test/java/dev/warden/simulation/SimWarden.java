@@ -76,7 +76,11 @@ final class SimWarden implements GateWorld {
         return listening && !stopping;
     }
 
+    /** As the keeper's loop, whose last step is the stop ({@link #terminate}): no round after it began. */
     private void round() {
+        if (stopping) {
+            return;
+        }
         GateRound.Result result = rounds.turn(this, phase);
         phase = result.step().phase();
         if (last == null || !last.reason().equals(result.step().reason())) {
