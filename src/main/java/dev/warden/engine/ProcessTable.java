@@ -133,7 +133,8 @@ public final class ProcessTable {
     }
 
     public boolean alive(long pid) {
-        return info(pid).isPresent();
+        // whether it runs needs no start time, so no read of /proc/stat
+        return info(pid, OptionalLong.empty()).isPresent();
     }
 
     /** Whether {@code checked} still runs: its pid is alive, not a zombie, and not a later process that reused it. */

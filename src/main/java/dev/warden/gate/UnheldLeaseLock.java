@@ -13,8 +13,8 @@ import java.util.Optional;
 /**
  * fabric8's Lease lock, reading too a Lease that no one has held yet. The chart makes the Lease itself, so that its
  * Role need not create one (RBAC cannot name what a create makes), and sets only its duration: a renewal time in the
- * chart would be put back by every {@code helm upgrade}, under the holder. fabric8 reads such a Lease as no Lease at
- * all (it wants both times) and would try to create it.
+ * chart would be put back by every {@code helm upgrade}, under the holder. fabric8's own reading of such a Lease fails
+ * (its record requires both times), every retry, so no warden would ever lead.
  *
  * <p>A missing time reads as the epoch, never renewed, so such a Lease is free; a missing duration as this warden's own.
  */

@@ -39,6 +39,12 @@ class ProcessTableTest {
         Files.writeString(dir.resolve("status"), "Name:\tllama-swap\nUid:\t1000\t1000\t1000\t1000\n");
     }
 
+    /** The fake llama-swap's record, written by its UID, {@code createdAt} as lilbee writes it. */
+    private static EngineRecord record(double createdAt) {
+        return new EngineRecord(Path.of("llama-swap.state.chat.1.json"), "chat", PID, OptionalLong.empty(),
+                OptionalDouble.of(createdAt), Optional.empty(), List.of(), OptionalInt.empty(), OptionalInt.of(1000));
+    }
+
     @Test
     void aStartIsTheBootTimeOfNowPlusTheStartTicks() throws IOException {
         boot(1_700_000_000);
@@ -60,9 +66,7 @@ class ProcessTableTest {
 
         // lilbee writes created_at after the step, from the stepped btime: the same process, ours
         double written = 1_700_000_022 + START_TICKS / 100.0;
-        EngineRecord record = new EngineRecord(Path.of("llama-swap.state.chat.1.json"), "chat", PID, OptionalLong.empty(),
-                OptionalDouble.of(written), Optional.empty(), List.of(), OptionalInt.empty(), OptionalInt.of(1000));
-        assertInstanceOf(Identity.Ours.class, new EngineIdentity(table, false).of(record));
+        assertInstanceOf(Identity.Ours.class, new EngineIdentity(table, false).of(record(written)));
     }
 
     @Test
@@ -73,9 +77,8 @@ class ProcessTableTest {
         ProcessInfo info = table.info(PID).orElseThrow();
         assertTrue(info.start().isEmpty());
         assertEquals(START_TICKS, info.startTicks(), "the ticks still tell this process from a later one");
-        EngineRecord record = new EngineRecord(Path.of("llama-swap.state.chat.1.json"), "chat", PID, OptionalLong.empty(),
-                OptionalDouble.of(1_700_001_234.56), Optional.empty(), List.of(), OptionalInt.empty(), OptionalInt.of(1000));
-        Identity.Stranger stranger = assertInstanceOf(Identity.Stranger.class, new EngineIdentity(table, false).of(record));
+        Identity.Stranger stranger = assertInstanceOf(Identity.Stranger.class,
+                new EngineIdentity(table, false).of(record(1_700_001_234.56)));
         assertTrue(stranger.reason().contains("start time is unknown"), stranger.reason());
     }
 }
