@@ -88,11 +88,12 @@ public final class ClusterRelease implements AutoCloseable {
         if (node != null) {
             values.addAll(List.of("--set-string", "nodeSelector.kubernetes\\.io/hostname=" + node));
         }
-        // The Deployment's pods (its selector's name label), not the helm test's; a standby's warden is running.
+        // The Deployment's pods (its selector's name label), not the helm test's. A standby stands by once its warden
+        // runs, and in gate mode once lilbee's supervisor runs too: the kubelet starts it only after warden's startup
+        // probe, a second or more after warden's container is running.
+        boolean gate = modeValues.contains("mode=gate");
         ClusterRelease release = new ClusterRelease(cluster, helm, namespace, values, "app.kubernetes.io/name=warden", FULLNAME,
-                pod -> pod.getStatus().getInitContainerStatuses().stream()
-                        .anyMatch(s -> s.getName().equals("warden") && s.getState().getRunning() != null),
-                modeValues.contains("mode=gate"));
+                pod -> running(pod, "warden") && (!gate || running(pod, "lilbee")), gate);
         long started = System.nanoTime();
         release.helm("install", "--wait", "--timeout", "5m");
         release.installed = release.firstServing(started, Duration.ofMinutes(5));
@@ -170,9 +171,16 @@ public final class ClusterRelease implements AutoCloseable {
         return Optional.ofNullable(watch.pods().get(name)).orElseThrow(() -> new AssertionError("no pod " + name + " in " + namespace));
     }
 
+    private static boolean running(Pod pod, String container) {
+        return statuses(pod).anyMatch(s -> s.getName().equals(container) && s.getState().getRunning() != null);
+    }
+
+    private static Stream<ContainerStatus> statuses(Pod pod) {
+        return Stream.concat(pod.getStatus().getInitContainerStatuses().stream(), pod.getStatus().getContainerStatuses().stream());
+    }
+
     public static ContainerStatus status(Pod pod, String container) {
-        return Stream.concat(pod.getStatus().getInitContainerStatuses().stream(), pod.getStatus().getContainerStatuses().stream())
-                .filter(s -> s.getName().equals(container)).findFirst()
+        return statuses(pod).filter(s -> s.getName().equals(container)).findFirst()
                 .orElseThrow(() -> new AssertionError("no status of " + container + " in " + pod.getMetadata().getName()));
     }
 
