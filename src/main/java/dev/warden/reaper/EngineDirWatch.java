@@ -298,9 +298,14 @@ final class EngineDirWatch {
         });
     }
 
-    private static void registerUsersDir(EngineDir dir, WatchService watch) throws IOException {
+    /**
+     * Watches engine-users/ from now on, and each user lock already in it: a lock created between the dir's creation
+     * and this registration raised no event of its own (lilbee makes the dir and its first lock in one go).
+     */
+    private void registerUsersDir(EngineDir dir, WatchService watch) throws IOException {
         if (Files.isDirectory(dir.usersDir())) {
             dir.usersDir().register(watch, StandardWatchEventKinds.ENTRY_CREATE);
+            dir.userLocks().forEach(lock -> watchUser(lock, true));
         }
     }
 

@@ -102,6 +102,30 @@ class ReaperIT {
         }
     }
 
+    /**
+     * A users dir that appears with its user's lock already in it (moved into place whole) raised no event for the
+     * lock: warden finds the lock when it starts watching the dir. Without that it waited for the next pass, an hour.
+     */
+    @Test
+    void aUsersDirThatAppearsWithItsLockAlreadyInItIsWatched() throws Exception {
+        Path engine = Files.createDirectories(dir.resolve("engine"));
+        try (WardenProcess warden = WardenProcess.serve("users-dir-moved-in", List.of("-Dwarden.reaper.interval=1h"),
+                "--data-root", dir.resolve("root").toString(), "--engine-dir", engine.toString())) {
+            warden.awaitJson("/api/v1/status", "/reaper/last_pass/action", a -> "nothing-to-do".equals(a.asText()));
+            try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", "0")) {
+                llamaSwap.writeRecord(engine, "chat", FakeEngine.freePort(), List.of());
+                Path staged = Files.createDirectories(dir.resolve("staged/engine-users"));
+                try (Peer user = Peer.flockHolder(staged.resolve("lilbee-1.lock"))) {
+                    Files.move(staged, engine.resolve("engine-users"));
+                    Path userLock = engine.resolve("engine-users/lilbee-1.lock");
+                    Await.until("warden waits in the kernel for the user it found", () -> KernelLocks.blockedWaiters(userLock) > 0);
+                    user.kill();
+                    assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)), warden.log());
+                }
+            }
+        }
+    }
+
     /** A reaper that cannot claim its engine dir counts each failed try, which the WardenReaperFailing alert reads. */
     @Test
     void aReaperThatCannotUseItsEngineDirCountsItsFailures() throws Exception {
