@@ -27,7 +27,7 @@ final class LoopbackPorts {
     }
 
     /** A port nothing listens on now, bound and let go to make sure. */
-    static int next() throws IOException {
+    public static int next() throws IOException {
         if (HIGHEST - LOWEST < 1000) {
             return kernelsChoice();
         }
