@@ -70,52 +70,45 @@ class EngineMemoryBench {
     }
 
     private String measure(Path model, Way way, boolean inFlight) throws Exception {
-        Path root = Files.createDirectories(dir.resolve(way.name().toLowerCase(Locale.ROOT) + (inFlight ? "-busy" : "-idle")));
-        EngineDir engine = new EngineDir(Files.createDirectories(root.resolve("engine/engine-users")).getParent());
-        List<String> settings = way == Way.UNLOAD ? List.of("-Dwarden.reaper.idle-ttl=" + IDLE.toMillis() + "ms") : List.of();
         long[] micros = new long[TRIALS];
         long rssKb = 0;
-        try (WardenProcess warden = WardenProcess.serve("bench-memory-" + root.getFileName(), settings,
-                "--data-root", root.resolve("lib").toString(), "--engine-dir", engine.root().toString())) {
-            warden.awaitReaper();
-            for (int i = 0; i < TRIALS; i++) {
-                Path trial = Files.createDirectories(root.resolve("trial-" + i));
-                Path userLock = engine.userLock("bench-" + i);
+        for (int i = 0; i < TRIALS; i++) {
+            // A warden and an engine dir of its own per trial: nothing of one trial is left for the next one's passes.
+            Path root = Files.createDirectories(dir.resolve(way.name().toLowerCase(Locale.ROOT) + (inFlight ? "-busy-" : "-idle-") + i));
+            EngineDir engine = new EngineDir(Files.createDirectories(root.resolve("engine/engine-users")).getParent());
+            Path userLock = engine.userLock("bench");
+            if (way == Way.UNLOAD) {
+                Files.writeString(engine.usersDir().resolve("0123456789abcdef.keep-warm"), "");
+            }
+            List<String> settings = way == Way.UNLOAD ? List.of("-Dwarden.reaper.idle-ttl=" + IDLE.toMillis() + "ms") : List.of();
+            try (RealLlamaSwap llamaSwap = RealLlamaSwap.start(root, model);
+                    Peer user = Peer.flockHolder(userLock);
+                    WardenProcess warden = WardenProcess.serve("bench-memory-" + root.getFileName(), settings,
+                            "--data-root", root.resolve("lib").toString(), "--engine-dir", engine.root().toString())) {
+                ProcessInfo server = llamaSwap.load(MODEL_MB);
+                rssKb = Math.max(rssKb, ImageJvm.rssKb(server.pid()));
+                llamaSwap.record(engine);
+                // A real user lives long before it dies: the reaper has seen it and waits in the kernel on its lock.
+                Await.until("the reaper watches the user", () -> KernelLocks.blockedWaiters(userLock) > 0);
+                try (Generation generation = inFlight ? llamaSwap.generation() : null) {
+                    if (way == Way.SWEEP) {
+                        llamaSwap.process().destroyForcibly().waitFor();
+                    }
+                    long killed = System.nanoTime();
+                    user.process().destroyForcibly();
+                    while (RealLlamaSwap.holdsMemory(server.pid())) {
+                        Thread.sleep(1);
+                    }
+                    micros[i] = (System.nanoTime() - killed) / 1000 - (way == Way.UNLOAD ? IDLE.toNanos() / 1000 : 0);
+                }
                 if (way == Way.UNLOAD) {
-                    Files.writeString(engine.usersDir().resolve("0123456789abcdef.keep-warm"), "");
+                    if (!llamaSwap.process().isAlive()) {
+                        throw new AssertionError("a kept-warm llama-swap is unloaded, not stopped:\n" + warden.log());
+                    }
+                } else {
+                    Await.until("llama-swap is gone too", () -> !RealLlamaSwap.holdsMemory(llamaSwap.pid()));
                 }
-                try (RealLlamaSwap llamaSwap = RealLlamaSwap.start(trial, model);
-                        Peer user = Peer.flockHolder(userLock)) {
-                    ProcessInfo server = llamaSwap.load(MODEL_MB);
-                    rssKb = Math.max(rssKb, ImageJvm.rssKb(server.pid()));
-                    Path record = llamaSwap.record(engine);
-                    // A real user lives long before it dies: the reaper has seen it and waits in the kernel on its lock.
-                    Await.until("the reaper watches the user", () -> KernelLocks.blockedWaiters(userLock) > 0);
-                    try (Generation generation = inFlight ? llamaSwap.generation() : null) {
-                        if (way == Way.SWEEP) {
-                            llamaSwap.process().destroyForcibly().waitFor();
-                        }
-                        long killed = System.nanoTime();
-                        user.process().destroyForcibly();
-                        while (RealLlamaSwap.holdsMemory(server.pid())) {
-                            Thread.sleep(1);
-                        }
-                        micros[i] = (System.nanoTime() - killed) / 1000 - (way == Way.UNLOAD ? IDLE.toNanos() / 1000 : 0);
-                    }
-                    if (way == Way.UNLOAD) {
-                        if (!llamaSwap.process().isAlive()) {
-                            throw new AssertionError("a kept-warm llama-swap is unloaded, not stopped");
-                        }
-                        // llama-swap, kept, ends with this trial: neither its record nor the opt-in outlives it.
-                        Files.delete(engine.usersDir().resolve("0123456789abcdef.keep-warm"));
-                        Files.delete(record);
-                    } else {
-                        Await.until("llama-swap is gone too", () -> !RealLlamaSwap.holdsMemory(llamaSwap.pid()));
-                    }
-                    if (llamaSwap.server().isPresent()) {
-                        throw new AssertionError("a llama-server is left: " + llamaSwap.server());
-                    }
-                }
+                Await.until("no llama-server is left", () -> llamaSwap.server().isEmpty());
             }
         }
         long[] sorted = TakeoverBench.stats(micros);
