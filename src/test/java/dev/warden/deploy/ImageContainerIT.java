@@ -17,6 +17,8 @@ import dev.warden.testing.LoopbackHttp;
 import dev.warden.testing.Peer;
 import dev.warden.testing.Podman;
 import dev.warden.testing.ProcLook;
+import dev.warden.testing.RealLlamaServer;
+import dev.warden.testing.RealLlamaSwap;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -254,12 +256,23 @@ class ImageContainerIT {
         // The manifests name warden:0.1.0 and llama-swap:cpu; podman finds them as localhost/ images.
         String yaml = rendered.replace("image: warden:0.1.0", "image: " + image("image"))
                 .replace("image: llama-swap:cpu", "image: " + image("llama-swap-image"));
-        Path play = Files.writeString(dir.resolve("play.yaml"), yaml);
+        // llama-swap's config names the image's real llama-server and model (the manifests' own names none).
+        StringBuilder withModel = new StringBuilder();
+        for (JsonNode object : PodChecks.objects(yaml)) {
+            if (object.path("kind").asText().equals("ConfigMap") && object.at("/data").has("config.yaml")) {
+                ((ObjectNode) object.path("data")).put("config.yaml", RealLlamaServer.IMAGE_CONFIG);
+            }
+            withModel.append(new YAMLMapper().writeValueAsString(object));
+        }
+        Path play = Files.writeString(dir.resolve("play.yaml"), withModel.toString());
         played.add(play);
         ok("kube", "play", play.toString());
         // podman publishes every containerPort on the host: probes and llama-swap on loopback.
         awaitStatus("warden-pod-0-warden", 9096, "/q/health/ready", 200);
         awaitStatus("warden-pod-0-llama-swap", 8080, "/health", 200);
+        // The real model loaded: its llama-server runs in llama-swap's container, beside warden's.
+        awaitStatus("warden-pod-0-llama-swap", 8080, "/upstream/" + RealLlamaSwap.MODEL + "/health", 200);
+        assertEquals(1, podProcesses("/app/llama-server").size(), "one llama-server in the pod");
         for (String container : List.of("warden-pod-0-warden", "warden-pod-0-llama-swap")) {
             assertEquals("1001", ok("exec", container, "id", "-u"), container);
             assertEquals("CapEff:\t0000000000000000", ok("exec", container, "grep", "CapEff", "/proc/self/status"), container);
@@ -334,13 +347,13 @@ class ImageContainerIT {
         String warden = "warden-pod-0-warden";
         ok("exec", "-d", warden, "warden", "exec", "--hold", "engine-user", "--", "sleep", "600");
         Await.until("the user holds the engine", () -> engineLook().path("live_users").size() == 1);
-        String[] engine = ok("exec", warden, "bash", "-c", "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' 2>/dev/null < $p/cmdline)\" in"
-                + " /app/llama-swap*) echo ${p#/proc/} $(cut -d' ' -f5 $p/stat);; esac; done").split(" ");
+        String[] engine = podProcesses("/app/llama-swap").getFirst().split(" ");
         String started = ok("inspect", "warden-pod-0-llama-swap", "--format", "{{.State.StartedAt}}");
         double createdAt = java.time.OffsetDateTime.parse(started.substring(0, started.lastIndexOf(' ')),
                 java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.n xx")).toInstant().toEpochMilli() / 1000.0;
         String record = String.format(java.util.Locale.ROOT, "{\"pid\": %s, \"pgid\": %s, \"created_at\": %.3f, \"name\":"
-                + " \"llama-swap\", \"member_ports\": [], \"proxy_port\": 8080}", engine[0], engine[1], createdAt);
+                + " \"llama-swap\", \"member_ports\": [%d], \"proxy_port\": 8080}", engine[0], engine[1], createdAt,
+                RealLlamaServer.IMAGE_MEMBER_PORT);
         ok("exec", warden, "sh", "-c", "printf '%s' '" + record + "' > /var/lib/lilbee/engine/.record && mv /var/lib/lilbee/engine/.record"
                 + " /var/lib/lilbee/engine/llama-swap.state.default." + engine[0] + ".json");
         Await.until("warden knows the recorded llama-swap as ours", () -> engineLook().at("/records/0/ours").asText().equals("yes"));
@@ -352,6 +365,21 @@ class ImageContainerIT {
                 + " java\\ *engine-user*|warden\\ exec\\ *engine-user*) kill -KILL ${p#/proc/};; esac; done");
         Await.until("warden stops llama-swap once its last user is gone",
                 () -> logs(warden).contains("stopped llama-swap pid " + engine[0]));
+        Await.until("its llama-server is gone with it", () -> podProcesses("/app/llama-server").isEmpty());
+    }
+
+    /** "pid pgid" of each process in the played pod whose command line starts with {@code command}, as warden sees them. */
+    private static List<String> podProcesses(String command) {
+        try {
+            String found = ok("exec", "warden-pod-0-warden", "bash", "-c", "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' '"
+                    + " 2>/dev/null < $p/cmdline)\" in " + command + "*) echo ${p#/proc/} $(cut -d' ' -f5 $p/stat);; esac; done");
+            return found.lines().filter(l -> !l.isBlank()).toList();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
     }
 
     /** The status API's engine, asked from inside the pod: without a token it answers only on the pod's loopback. */

@@ -65,7 +65,13 @@ class KubeletInteropIT {
         try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "hold", List.of(), NODE1)) {
             report("hold: helm install to the first pod Ready", release.installed());
             release.oneServingAndTheStandbysMainContainerNeverStarted("llama-swap");
+            // The real engine: the serving pod's llama-swap runs the real llama-server on the image's model; deleting
+            // the pod stops it (the kubelet's SIGTERM to llama-swap, which stops its server), and the pod serving next
+            // loads its own.
+            ProcessHandle server = release.loadModel(release.servingPod());
             report("hold, force-delete of the serving pod", release.failover("force-delete", release::forceDelete));
+            Await.until("the deleted pod's llama-server is gone", Duration.ofSeconds(60), () -> !server.isAlive());
+            assertTrue(release.loadModel(release.servingPod()).isAlive(), "the new serving pod's llama-server runs");
             // Only warden's container dies: the kubelet restarts it in place, the pod's llama-swap goes on.
             String before = release.servingPod();
             release.tolerateStaleReady(before, Duration.ofSeconds(2));

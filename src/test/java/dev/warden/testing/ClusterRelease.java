@@ -84,6 +84,10 @@ public final class ClusterRelease implements AutoCloseable {
                 "--set", "storage.accessModes={ReadWriteMany}", "--set", "image.repository=localhost/warden",
                 "--set", "image.flavour=" + wardenFlavour(), "--set", "image.pullPolicy=Never", "--set", "engine.image.repository=localhost/llama-swap",
                 "--set-string", "engine.image.tag=cpu", "--set", "engine.image.pullPolicy=Never"));
+        // llama-swap's config names the image's real llama-server and model (the chart's default names none).
+        Path engineConfig = Files.writeString(Files.createDirectories(Path.of("target").toAbsolutePath())
+                .resolve("kubelet-llama-swap-config.yaml"), RealLlamaServer.IMAGE_CONFIG);
+        values.addAll(List.of("--set-file", "engine.config=" + engineConfig));
         values.addAll(modeValues);
         if (node != null) {
             values.addAll(List.of("--set-string", "nodeSelector.kubernetes\\.io/hostname=" + node));
@@ -355,6 +359,19 @@ public final class ClusterRelease implements AutoCloseable {
         Command.ok(null, List.of("nsenter", "--target", Long.toString(pid), "--all", "--setuid", "1001", "--setgid", "1001",
                 "--", "env", "-i", "PATH=/opt/lilbee/bin:/usr/bin:/bin", "HOME=/home/lilbee", "LILBEE_DATA=/var/lib/lilbee",
                 "lilbee", "reset", "--yes"));
+    }
+
+    /**
+     * Hold mode: llama-swap's model loaded in {@code pod}, asked from the pod's network namespace as a client in the pod
+     * would: the real llama-server that llama-swap started there for it.
+     */
+    public ProcessHandle loadModel(String pod) throws Exception {
+        long llamaSwap = containerPid(pod, "llama-swap");
+        Command.ok(null, List.of("nsenter", "--target", Long.toString(llamaSwap), "--net", "curl", "-sSf", "--max-time", "60",
+                "http://127.0.0.1:8080/upstream/" + RealLlamaSwap.MODEL + "/health"));
+        return ProcessHandle.of(llamaSwap).orElseThrow().children()
+                .filter(p -> p.info().command().orElse("").endsWith("/llama-server")).findFirst()
+                .orElseThrow(() -> new AssertionError("no llama-server under the llama-swap of " + pod));
     }
 
     /** warden's {@code /q/metrics} in {@code pod}, as a scraper reads them: curl in the pod's network namespace. */

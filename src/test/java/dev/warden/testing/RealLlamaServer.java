@@ -13,6 +13,22 @@ import java.util.List;
  */
 public final class RealLlamaServer {
 
+    /**
+     * A llama-swap config.yaml for the test image's own server and model (src/test/container/Dockerfile.llama-swap:
+     * /app/llama-server, /models/random-6m.gguf): model {@value RealLlamaSwap#MODEL}, its first member on port 5800
+     * (llama-swap's default start port), the command as {@link #command}'s.
+     */
+    public static final String IMAGE_CONFIG = """
+            healthCheckTimeout: 60
+            models:
+              chat:
+                cmd: /app/llama-server --host 127.0.0.1 --port ${PORT} -m /models/random-6m.gguf -c 512 -np 1 -t 1 --context-shift --load-mode none --no-webui
+                proxy: http://127.0.0.1:${PORT}
+                checkEndpoint: /health
+            """;
+    /** The port of the image config's one member. */
+    public static final int IMAGE_MEMBER_PORT = 5800;
+
     /** Where generated models are kept for the rest of the build: each is written once, by name. */
     private static final Path MODELS = Path.of("target", "models").toAbsolutePath();
     private static final Path GENERATOR = Path.of("src", "test", "llama-server", "tiny_gguf.py").toAbsolutePath();
