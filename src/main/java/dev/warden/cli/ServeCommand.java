@@ -13,6 +13,7 @@ import dev.warden.gate.GateTimings;
 import dev.warden.gate.LeaseElection;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.Refusal;
+import dev.warden.lock.FileLocker;
 import dev.warden.lock.LockException;
 import dev.warden.reaper.ReaperService;
 import io.quarkus.runtime.Quarkus;
@@ -20,6 +21,7 @@ import jakarta.inject.Inject;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -107,6 +109,9 @@ public class ServeCommand implements Callable<Integer> {
     @Inject
     StartPages startPages;
 
+    @Inject
+    FileLocker locker;
+
     @ConfigProperty(name = "quarkus.http.port")
     int port;
 
@@ -160,6 +165,11 @@ public class ServeCommand implements Callable<Integer> {
         }
         LilbeeEnvironment.current().ignoredVariables(lilbee, config.dataDir().isPresent(), config.lancedbDir().isPresent())
                 .forEach(LOG::warn);
+        Optional<String> noLocking = noLocking(chosen, lilbee);
+        if (noLocking.isPresent()) {
+            spec.commandLine().getErr().println("warden: " + noLocking.get());
+            return ExitCodes.USAGE;
+        }
         if (chosen == Mode.GATE) {
             lilbee.scopeDir().ifPresent(scope -> LOG.warnf("In gate mode warden watches %s only: the scope lock in %s is"
                     + " lilbee's own, and a pod whose lilbee it refuses exits 3", lilbee.serverLock(), scope));
@@ -199,6 +209,28 @@ public class ServeCommand implements Callable<Integer> {
         startPages.releaseLater();
         Quarkus.waitForExit();
         return ExitCodes.OK;
+    }
+
+    /**
+     * Why the volume refuses this start, as lilbee serve refuses it: a lock file this mode takes (in gate mode warden's
+     * own gate lock, never lilbee's) is on a filesystem that cannot lock at all, which no retry mends.
+     */
+    private Optional<String> noLocking(Mode chosen, LilbeePaths lilbee) {
+        List<Path> locks = new ArrayList<>();
+        if (chosen == Mode.GATE) {
+            locks.add(lilbee.gateLock());
+        } else {
+            lilbee.scopeLock().ifPresent(locks::add);
+            locks.add(lilbee.serverLock());
+        }
+        try {
+            for (Path lock : locks) {
+                locker.requireLocking(lock);
+            }
+            return Optional.empty();
+        } catch (LockException e) {
+            return Optional.of(e.getMessage());
+        }
     }
 
     /** Hold mode: takes (or stands by for) lilbee's server locks; the exit code when serve must end instead. */

@@ -144,6 +144,23 @@ public final class FileLocker {
      * Looks at a lock without creating its file: takes it and lets go at once when it is free.
      * A peer that asks in that instant is refused once and, like filelock, asks again.
      */
+    /**
+     * Refuses a lock file on a filesystem that cannot lock at all (ENOLCK, ENOSYS), as {@code lilbee serve} refuses its
+     * data dir: a non-blocking flock of {@code lockFile}, created with its directories as lilbee creates its own, let go
+     * at once. Another holder is no refusal, nor is a file that cannot be had now (a volume not mounted yet).
+     *
+     * @throws LockException only one whose {@link LockException#noLocking} is true
+     */
+    public void requireLocking(Path lockFile) throws LockException {
+        try {
+            tryLockCreatingDirs(lockFile).ifPresent(HeldLock::close);
+        } catch (LockException e) {
+            if (e.noLocking()) {
+                throw e;
+            }
+        }
+    }
+
     public LockProbe probe(Path path) throws LockException {
         int fd;
         try {
@@ -317,16 +334,13 @@ public final class FileLocker {
 
     private static LockException lockFailure(Path path, Posix.ErrnoException e) {
         Path dir = path.getParent();
-        String message = switch (e.errno()) {
-            case Errno.ENOLCK -> dir + " is on a filesystem that does not support file locking (flock on " + path
-                    + " failed with ENOLCK). Put it on a local volume (emptyDir, hostPath or a block-backed"
-                    + " PVC), or run the NFS lock daemon.";
-            case Errno.ENOSYS -> dir + " is on a filesystem without flock(2) (flock on " + path
-                    + " failed with ENOSYS). warden will not fall back to a marker file, which cannot"
-                    + " notice a dead holder: put it on a local volume.";
-            default -> "Cannot lock " + path + ": " + e.getMessage() + ". Check the volume holding " + dir + ".";
+        return switch (e.errno()) {
+            case Errno.ENOLCK -> LockException.noLocking(dir, "flock on " + path + " failed with ENOLCK: in Kubernetes an"
+                    + " emptyDir, a hostPath or a block-backed PVC; on NFS, run its lock daemon", e);
+            case Errno.ENOSYS -> LockException.noLocking(dir, "flock on " + path + " failed with ENOSYS: warden will not fall"
+                    + " back to a marker file, which cannot notice a dead holder", e);
+            default -> new LockException("Cannot lock " + path + ": " + e.getMessage() + ". Check the volume holding " + dir + ".", e);
         };
-        return new LockException(message, e);
     }
 
     /** The uid warden runs as, for messages about permissions ("?" when /proc cannot say). */

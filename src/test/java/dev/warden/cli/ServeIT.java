@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.warden.testing.NoLocking;
 import dev.warden.testing.Peer;
 import dev.warden.testing.WardenProcess;
 import java.nio.file.Files;
@@ -52,6 +53,59 @@ class ServeIT {
                 });
                 assertEquals(200, warden.status(READY));
             }
+        }
+    }
+
+    /**
+     * A data root whose filesystem cannot lock (every flock answered ENOLCK, as on NFS without its lock daemon) is
+     * refused at start, in either mode, with lilbee's own sentence and exit 2, waiting for nothing; only the lock file
+     * the mode takes is created, as lilbee creates its own, and nothing else is touched.
+     */
+    @Test
+    void aDataRootThatCannotLockIsRefusedAtStartInEitherMode() throws Exception {
+        for (String mode : List.of("hold", "gate")) {
+            Path root = dir.resolve("no-locks-" + mode);
+            WardenProcess.Result refused = WardenProcess.runUnder(NoLocking.launcher(), java.util.Map.of(), null,
+                    "serve", "--mode", mode, "--data-root", root.toString());
+            assertEquals(2, refused.exitCode(), mode + ": " + refused.stderr());
+            String lock = mode.equals("gate") ? "warden-gate.lock" : "server.lock";
+            assertTrue(refused.stderr().contains("warden: " + root.resolve("data") + " is on a filesystem that does not support"
+                    + " file locking. Move it to a local disk. (flock on " + root.resolve("data").resolve(lock) + " failed with ENOLCK"),
+                    mode + ": " + refused.stderr());
+            try (var files = Files.walk(root)) {
+                assertEquals(List.of(root, root.resolve("data"), root.resolve("data").resolve(lock)), files.sorted().toList(), mode);
+            }
+        }
+    }
+
+    /**
+     * lilbee's lock probe (a {@code sync.probe.<hex>} SQLite file in the data root, write-locked while lilbee checks that
+     * the filesystem can lock) is lilbee's alone: warden serving, its status and a sync hold beside it never lock,
+     * hold, replace or delete it, and leave no probe of their own.
+     */
+    @Test
+    void lilbeesLockProbeIsNeverLockedHeldOrReaped() throws Exception {
+        Path root = Files.createDirectories(dir.resolve("root"));
+        Path probe = root.resolve("sync.probe.0123456789abcdef0123456789abcdef");
+        try (Peer lilbeeProbe = Peer.pythonSqlite(probe, "write", 0)) {
+            lilbeeProbe.awaitLine("locked", java.time.Duration.ofSeconds(20));
+            Object inode = Files.getAttribute(probe, "unix:ino");
+            try (WardenProcess warden = WardenProcess.serve("probe-beside", "--data-root", root.toString())) {
+                warden.awaitStatus(READY, 200);
+                warden.awaitReaper();
+                assertEquals(0, WardenProcess.run("status", "--data-root", root.toString()).exitCode());
+                WardenProcess.Result sync = WardenProcess.run("exec", "--data-root", root.toString(), "--hold", "sync", "--", "true");
+                assertEquals(0, sync.exitCode(), sync.stderr());
+            }
+            assertEquals(inode, Files.getAttribute(probe, "unix:ino"), "the probe is the one lilbee made");
+            try (Peer second = Peer.pythonSqlite(probe, "write", 0)) {
+                assertEquals(7, second.process().waitFor(20, java.util.concurrent.TimeUnit.SECONDS) ? second.process().exitValue() : -1,
+                        "lilbee's probe still holds its lock");
+            }
+        }
+        try (var files = Files.list(root)) {
+            assertEquals(List.of(probe.getFileName().toString()), files.map(p -> p.getFileName().toString())
+                    .filter(n -> n.startsWith("sync.probe.")).toList(), "no probe of warden's is left");
         }
     }
 

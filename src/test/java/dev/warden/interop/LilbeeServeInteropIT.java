@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.testing.Await;
 import dev.warden.testing.KernelLocks;
 import dev.warden.testing.LilbeeServe;
+import dev.warden.testing.NoLocking;
 import dev.warden.testing.WardenProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -66,6 +67,24 @@ class LilbeeServeInteropIT {
             }
             assertEquals(200, warden.status("/q/health/ready"));
         }
+    }
+
+    /**
+     * A data dir on a filesystem that cannot lock (every flock answered ENOLCK, as NFS without its lock daemon does):
+     * the real lilbee serve refuses it and so does warden, in lilbee's own words; lilbee exits 3, warden 2 (no other
+     * holder: the volume is wrong, and no wait mends it).
+     */
+    @Test
+    void aDataDirThatCannotLockIsRefusedByLilbeeAndByWardenInLilbeesWords() throws Exception {
+        Path root = dir.resolve("x");
+        Map<String, String> env = env("LILBEE_DATA", root.toString());
+        WardenProcess.Result lilbee = LilbeeServe.runUnder(NoLocking.launcher(), dir, env, "serve", "--port", "0");
+        String sentence = root.resolve("data") + " is on a filesystem that does not support file locking. Move it to a local disk.";
+        assertEquals(3, lilbee.exitCode(), lilbee.stdout());
+        assertTrue(lilbee.stdout().contains(sentence), lilbee.stdout());
+        WardenProcess.Result warden = WardenProcess.runUnder(NoLocking.launcher(), env, dir, "serve");
+        assertEquals(2, warden.exitCode(), warden.stderr());
+        assertTrue(warden.stderr().contains("warden: " + sentence), warden.stderr());
     }
 
     @Test

@@ -68,7 +68,14 @@ public final class LilbeeServe implements AutoCloseable {
 
     /** Runs a lilbee command ({@code reset --yes}, ...) to its end; returns its exit code and output. */
     public static WardenProcess.Result run(Path cwd, Map<String, String> env, String... args) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of(command("lilbee").toString()));
+        return runUnder(List.of(), cwd, env, args);
+    }
+
+    /** The same, started by {@code launcher}, a program that execs the command it is given ({@link NoLocking}'s). */
+    public static WardenProcess.Result runUnder(List<String> launcher, Path cwd, Map<String, String> env, String... args)
+            throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(launcher);
+        command.add(command("lilbee").toString());
         command.addAll(List.of(args));
         Path out = WardenProcess.logFile("lilbee-run");
         ProcessBuilder builder = builder(command, cwd, env).redirectErrorStream(true).redirectOutput(out.toFile());

@@ -200,7 +200,14 @@ public final class WardenProcess implements AutoCloseable {
 
     /** Runs a one-shot command in {@code cwd} (null: this one) with {@code env} as {@link #run(java.util.Map, String...)}. */
     public static Result run(java.util.Map<String, String> env, Path cwd, String... args) throws IOException, InterruptedException {
-        List<String> command = command(null);
+        return runUnder(List.of(), env, cwd, args);
+    }
+
+    /** The same, started by {@code launcher}, a program that execs the command it is given ({@link NoLocking}'s). */
+    public static Result runUnder(List<String> launcher, java.util.Map<String, String> env, Path cwd, String... args)
+            throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(launcher);
+        command.addAll(command(null));
         command.addAll(List.of(args));
         ProcessBuilder builder = builder(command, "run", env, cwd);
         // Output to files, not pipes: a hung warden (or a command that outlives it) cannot hang the test.
