@@ -63,7 +63,7 @@ import sun.misc.Signal;
         exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
             "0:stopped by SIGTERM or SIGINT; every lock released",
             "1:a lock cannot be taken at all (--no-wait); the message names the path and the fix",
-            "2:usage error",
+            "2:usage error, or the data root's filesystem cannot lock files (lilbee's own words: move it to a local disk)",
             "3:--no-wait and another process holds a lock",
         })
 public class ServeCommand implements Callable<Integer> {
