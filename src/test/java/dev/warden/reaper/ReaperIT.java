@@ -84,22 +84,9 @@ class ReaperIT {
 
     @Test
     void aUserWhoJoinsAndDiesBetweenPassesIsNoticedWhenItDies() throws Exception {
-        Path engine = Files.createDirectories(dir.resolve("engine"));
-        // No pass will come: the first finds nothing to do, the next is an hour away.
-        try (WardenProcess warden = WardenProcess.serve("new-user-watch", List.of("-Dwarden.reaper.interval=1h"),
-                "--data-root", dir.resolve("root").toString(), "--engine-dir", engine.toString())) {
-            warden.awaitJson("/api/v1/status", "/reaper/last_pass/action", a -> "nothing-to-do".equals(a.asText()));
-            // As lilbee builds: the engine and its record, then its users dir and its user lock.
-            try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", "0")) {
-                llamaSwap.writeRecord(engine, "chat", FakeEngine.freePort(), List.of());
-                Path userLock = Files.createDirectories(engine.resolve("engine-users")).resolve("lilbee-1.lock");
-                try (Peer user = Peer.flockHolder(userLock)) {
-                    Await.until("warden waits in the kernel for the new user", () -> KernelLocks.blockedWaiters(userLock) > 0);
-                    user.kill();
-                    assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)), warden.log());
-                }
-            }
-        }
+        // As lilbee builds: the engine and its record, then its users dir and its user lock.
+        aUserWhoArrivesBetweenPassesIsWatched("new-user-watch",
+                engine -> Peer.flockHolder(Files.createDirectories(engine.resolve("engine-users")).resolve("lilbee-1.lock")));
     }
 
     /**
@@ -108,17 +95,33 @@ class ReaperIT {
      */
     @Test
     void aUsersDirThatAppearsWithItsLockAlreadyInItIsWatched() throws Exception {
+        aUserWhoArrivesBetweenPassesIsWatched("users-dir-moved-in", engine -> {
+            Path staged = Files.createDirectories(dir.resolve("staged/engine-users"));
+            Peer user = Peer.flockHolder(staged.resolve("lilbee-1.lock"));
+            Files.move(staged, engine.resolve("engine-users"));
+            return user;
+        });
+    }
+
+    /** How a user's lock comes to be at engine-users/lilbee-1.lock of {@code engine}, held by the peer returned. */
+    private interface Arrival {
+        Peer arrive(Path engine) throws Exception;
+    }
+
+    /**
+     * With no pass due (the first finds nothing to do, the next is an hour away), an engine recorded and then a user
+     * {@code arriving}: warden waits in the kernel on the user's lock, and stops the engine when the user dies.
+     */
+    private void aUserWhoArrivesBetweenPassesIsWatched(String name, Arrival arriving) throws Exception {
         Path engine = Files.createDirectories(dir.resolve("engine"));
-        try (WardenProcess warden = WardenProcess.serve("users-dir-moved-in", List.of("-Dwarden.reaper.interval=1h"),
+        try (WardenProcess warden = WardenProcess.serve(name, List.of("-Dwarden.reaper.interval=1h"),
                 "--data-root", dir.resolve("root").toString(), "--engine-dir", engine.toString())) {
             warden.awaitJson("/api/v1/status", "/reaper/last_pass/action", a -> "nothing-to-do".equals(a.asText()));
             try (FakeEngine llamaSwap = FakeEngine.startLlamaSwap("--port", "0")) {
                 llamaSwap.writeRecord(engine, "chat", FakeEngine.freePort(), List.of());
-                Path staged = Files.createDirectories(dir.resolve("staged/engine-users"));
-                try (Peer user = Peer.flockHolder(staged.resolve("lilbee-1.lock"))) {
-                    Files.move(staged, engine.resolve("engine-users"));
+                try (Peer user = arriving.arrive(engine)) {
                     Path userLock = engine.resolve("engine-users/lilbee-1.lock");
-                    Await.until("warden waits in the kernel for the user it found", () -> KernelLocks.blockedWaiters(userLock) > 0);
+                    Await.until("warden waits in the kernel for the user", () -> KernelLocks.blockedWaiters(userLock) > 0);
                     user.kill();
                     assertEquals(143, llamaSwap.exitCode(Duration.ofSeconds(20)), warden.log());
                 }
