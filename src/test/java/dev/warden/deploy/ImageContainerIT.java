@@ -252,21 +252,7 @@ class ImageContainerIT {
     @Test
     void theClassicSidecarOverlayPlaysWithTheRealLlamaSwap() throws Exception {
         image("llama-swap-image");
-        String rendered = Command.ok(null, List.of("kubectl", "kustomize", "k8s/overlays/classic-sidecar"));
-        // The manifests name warden:0.1.0 and llama-swap:cpu; podman finds them as localhost/ images.
-        String yaml = rendered.replace("image: warden:0.1.0", "image: " + image("image"))
-                .replace("image: llama-swap:cpu", "image: " + image("llama-swap-image"));
-        // llama-swap's config names the image's real llama-server and model (the manifests' own names none).
-        StringBuilder withModel = new StringBuilder();
-        for (JsonNode object : PodChecks.objects(yaml)) {
-            if (object.path("kind").asText().equals("ConfigMap") && object.at("/data").has("config.yaml")) {
-                ((ObjectNode) object.path("data")).put("config.yaml", RealLlamaServer.IMAGE_CONFIG);
-            }
-            withModel.append(new YAMLMapper().writeValueAsString(object));
-        }
-        Path play = Files.writeString(dir.resolve("play.yaml"), withModel.toString());
-        played.add(play);
-        ok("kube", "play", play.toString());
+        ok("kube", "play", playable("play", deployment -> { }).toString());
         // podman publishes every containerPort on the host: probes and llama-swap on loopback.
         awaitStatus("warden-pod-0-warden", 9096, "/q/health/ready", 200);
         awaitStatus("warden-pod-0-llama-swap", 8080, "/health", 200);
@@ -299,27 +285,11 @@ class ImageContainerIT {
     @Test
     void twoPlayedPodsOnOneVolumeGiveOneReadyAndAPodKillFailsOver() throws Exception {
         image("llama-swap-image");
-        String rendered = Command.ok(null, List.of("kubectl", "kustomize", "k8s/overlays/classic-sidecar"));
-        YAMLMapper yaml = new YAMLMapper();
         for (String pod : List.of("warden-a", "warden-b")) {
-            List<JsonNode> objects = PodChecks.objects(rendered);
-            for (JsonNode object : objects) {
-                if (object.path("kind").asText().equals("Deployment")) {
-                    ((ObjectNode) object.path("metadata")).put("name", pod);
-                    for (JsonNode container : object.at("/spec/template/spec/containers")) {
-                        ((ObjectNode) container).remove("ports");
-                        String image = container.path("image").asText();
-                        ((ObjectNode) container).put("image", image.startsWith("warden:") ? image("image") : image("llama-swap-image"));
-                    }
-                }
-            }
-            StringBuilder out = new StringBuilder();
-            for (JsonNode object : objects) {
-                out.append(yaml.writeValueAsString(object));
-            }
-            Path play = Files.writeString(dir.resolve(pod + ".yaml"), out.toString());
-            played.add(play);
-            ok("kube", "play", play.toString());
+            ok("kube", "play", playable(pod, deployment -> {
+                ((ObjectNode) deployment.path("metadata")).put("name", pod);
+                deployment.at("/spec/template/spec/containers").forEach(container -> ((ObjectNode) container).remove("ports"));
+            }).toString());
             if (pod.equals("warden-a")) {
                 Await.until("warden-a is ready", () -> readyInside("warden-a-pod-0-warden") == 200);
             }
@@ -335,6 +305,40 @@ class ImageContainerIT {
         }
         // For the closing note: each ask is a podman exec, so this is coarse (about a tenth of a second a sample).
         System.out.printf("pod failover: ready %d ms after podman pod kill%n", (System.nanoTime() - killed) / 1_000_000);
+    }
+
+    /**
+     * k8s/overlays/classic-sidecar as written, made playable here and written to {@code name}.yaml: the local images
+     * (the manifests name warden:0.1.0 and llama-swap:cpu); llama-swap's config naming the image's real llama-server
+     * and model (the manifests' own names none); and without the environment podman 4.3's kube play cannot resolve
+     * (it knows the metadata fieldRefs alone, not the node's status.hostIPs: warden then counts the pod's gateway as
+     * the node, as it does wherever the variable is missing). Then {@code adjust} on the Deployment.
+     */
+    private Path playable(String name, java.util.function.Consumer<JsonNode> adjust) throws Exception {
+        String rendered = Command.ok(null, List.of("kubectl", "kustomize", "k8s/overlays/classic-sidecar"));
+        StringBuilder out = new StringBuilder();
+        for (JsonNode object : PodChecks.objects(rendered)) {
+            if (object.path("kind").asText().equals("ConfigMap") && object.at("/data").has("config.yaml")) {
+                ((ObjectNode) object.path("data")).put("config.yaml", RealLlamaServer.IMAGE_CONFIG);
+            }
+            if (object.path("kind").asText().equals("Deployment")) {
+                for (JsonNode container : object.at("/spec/template/spec/containers")) {
+                    String image = container.path("image").asText();
+                    ((ObjectNode) container).put("image", image.startsWith("warden:") ? image("image") : image("llama-swap-image"));
+                    java.util.Iterator<JsonNode> env = container.path("env").iterator();
+                    while (env.hasNext()) {
+                        if (env.next().at("/valueFrom/fieldRef/fieldPath").asText().startsWith("status.")) {
+                            env.remove();
+                        }
+                    }
+                }
+                adjust.accept(object);
+            }
+            out.append(new YAMLMapper().writeValueAsString(object));
+        }
+        Path play = Files.writeString(dir.resolve(name + ".yaml"), out.toString());
+        played.add(play);
+        return play;
     }
 
     /**
