@@ -32,13 +32,49 @@ final class Report {
             intro = "`warden` as the native executable (`-Pnative`: target/warden-*-runner) where the figure above runs the jar. "
                     + intro;
         }
-        Files.createDirectories(SECTIONS);
+        keepCommittedFigures();
         List<String> lines = new ArrayList<>(List.of("## " + title, "", intro, ""));
         lines.addAll(header);
         lines.addAll(rows);
         lines.add("");
-        Files.write(SECTIONS.resolve(title.replaceAll("[^A-Za-z0-9]+", "-") + ".md"), lines);
+        Files.write(file(title), lines);
         write();
+    }
+
+    private static Path file(String title) {
+        return SECTIONS.resolve(title.replaceAll("[^A-Za-z0-9]+", "-") + ".md");
+    }
+
+    /**
+     * A run of one benchmark in a fresh clone (no target/bench/ yet) keeps the others' figures: each figure of the
+     * committed docs/BENCHMARKS.md becomes a section here first, so the doc is rewritten with every figure, this one new.
+     */
+    private static void keepCommittedFigures() throws IOException {
+        if (Files.isDirectory(SECTIONS)) {
+            return;
+        }
+        Files.createDirectories(SECTIONS);
+        if (!Files.exists(DOC)) {
+            return;
+        }
+        List<String> section = null;
+        for (String line : Files.readAllLines(DOC)) {
+            if (line.startsWith("## ")) {
+                save(section);
+                // A figure's heading starts with its number; the analysis (appended from its own file) does not.
+                section = line.matches("## \\d+[a-z]?\\. .*") ? new ArrayList<>() : null;
+            }
+            if (section != null) {
+                section.add(line);
+            }
+        }
+        save(section);
+    }
+
+    private static void save(List<String> section) throws IOException {
+        if (section != null) {
+            Files.write(file(section.getFirst().substring("## ".length())), section);
+        }
     }
 
     private static void write() throws IOException {
