@@ -141,10 +141,6 @@ public final class FileLocker {
     }
 
     /**
-     * Looks at a lock without creating its file: takes it and lets go at once when it is free.
-     * A peer that asks in that instant is refused once and, like filelock, asks again.
-     */
-    /**
      * Refuses a lock file on a filesystem that cannot lock at all (ENOLCK, ENOSYS), as {@code lilbee serve} refuses its
      * data dir: a non-blocking flock of {@code lockFile}, created with its directories as lilbee creates its own, let go
      * at once. Another holder is no refusal, nor is a file that cannot be had now (a volume not mounted yet).
@@ -161,6 +157,10 @@ public final class FileLocker {
         }
     }
 
+    /**
+     * Looks at a lock without creating its file: takes it and lets go at once when it is free.
+     * A peer that asks in that instant is refused once and, like filelock, asks again.
+     */
     public LockProbe probe(Path path) throws LockException {
         int fd;
         try {
@@ -337,8 +337,8 @@ public final class FileLocker {
         return switch (e.errno()) {
             case Errno.ENOLCK -> LockException.noLocking(dir, "flock on " + path + " failed with ENOLCK: in Kubernetes an"
                     + " emptyDir, a hostPath or a block-backed PVC; on NFS, run its lock daemon", e);
-            case Errno.ENOSYS -> LockException.noLocking(dir, "flock on " + path + " failed with ENOSYS: warden will not fall"
-                    + " back to a marker file, which cannot notice a dead holder", e);
+            case Errno.ENOSYS -> LockException.noLocking(dir, "flock on " + path + " failed with ENOSYS, a filesystem without"
+                    + " flock(2): warden will not fall back to a marker file, which cannot notice a dead holder", e);
             default -> new LockException("Cannot lock " + path + ": " + e.getMessage() + ". Check the volume holding " + dir + ".", e);
         };
     }

@@ -233,6 +233,25 @@ class FileLockerTest {
                 e.getMessage());
     }
 
+    /** The start's check refuses only a filesystem that cannot lock at all; a holder or a passing failure is no refusal. */
+    @Test
+    void requireLockingRefusesOnlyAFilesystemThatCannotLock() throws Exception {
+        Path file = dir.resolve("data/server.lock");
+        for (int errno : new int[] {Errno.ENOLCK, Errno.ENOSYS}) {
+            LockException e = assertThrows(LockException.class, () -> new FileLocker(failingFlock(errno)).requireLocking(file));
+            assertTrue(e.noLocking(), e.getMessage());
+            assertTrue(e.getMessage().startsWith(dir.resolve("data") + " is on a filesystem that does not support file locking."
+                    + " Move it to a local disk."), e.getMessage());
+        }
+        new FileLocker(failingFlock(Errno.EINVAL)).requireLocking(file);
+        try (Peer holder = Peer.flockHolder(file)) {
+            locker.requireLocking(file);
+            assertFalse(Peer.flockCanTake(file), "the holder keeps its lock");
+        }
+        locker.requireLocking(file);
+        assertTrue(Peer.flockCanTake(file), "the check let go of the lock it took");
+    }
+
     @Test
     void aFilesystemWithoutFlockIsRefusedNotFallenBackFrom() {
         LockException e = assertThrows(LockException.class,
