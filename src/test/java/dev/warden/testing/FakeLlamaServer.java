@@ -7,7 +7,9 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * A stand-in for llama-server: argv[0] "llama-server", {@code --port N}, holding that port until
- * killed and answering {@code GET /health} as llama-server does, so a real llama-swap can start it.
+ * killed and answering {@code GET /health} as llama-server does. For the default suite's fake
+ * llama-swap ({@link FakeLlamaSwap}) and the engine's own tests, which must run with only a JDK: wherever
+ * llama-swap is real, so is its server ({@link RealLlamaServer}).
  */
 public final class FakeLlamaServer {
 

@@ -20,6 +20,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * (spawn a child named llama-server, in its own group, listening on N); hostile answers to
  * {@code /running}: {@code --huge-running} (a 256 MB body), {@code --trickle-running} (one byte a second).
  * Each request's Authorization header is printed as "auth &lt;value&gt;".
+ *
+ * <p>Why a fake where the real engine runs elsewhere ({@link RealLlamaSwap}): the default suite must run with only a
+ * JDK, where neither llama-swap nor llama-server is built, and these knobs are misbehaviour no real engine shows on
+ * demand (a SIGTERM ignored, an unload refused or slowed, a hostile {@code /running}).
  */
 public final class FakeLlamaSwap {
 
