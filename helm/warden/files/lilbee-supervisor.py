@@ -17,6 +17,9 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
 - lilbee is started again only on a new permit: a lilbee that exits waits for warden, never for an old one.
   A quick exit of lilbee's own waits longer each time (1 s doubling to 30 s; 1 s again after a minute's run); a
   lilbee the supervisor stopped starts again on the next permit at once.
+- No lilbee runs before --start-after seconds from the supervisor's own start: the kubelet's liveness probe on
+  --health-port (initialDelaySeconds, the same number) watches it from then, so it is never killed for being slow
+  to start on a loaded node, and never has a lilbee before the probe that would stop a stalled one is watching.
 - SIGTERM and SIGINT go on to lilbee, whose exit code this exits with.
 - What it runs and the permit it holds go to warden on every change and once a second; a stop warden numbered is
   answered ("stopped N") once no lilbee runs and no permit is held, and its exit (SIGTERM, with the pod) is told
@@ -62,7 +65,7 @@ class Rules:
     ("start",), ("term",), ("kill",), ("signal", signum), ("release",) (close the gate lock) or ("exit", code).
     """
 
-    def __init__(self, validity, grace, first_pause=SECOND, max_pause=30 * SECOND, calm=60 * SECOND):
+    def __init__(self, validity, grace, first_pause=SECOND, max_pause=30 * SECOND, calm=60 * SECOND, not_before=0):
         self.validity = validity
         self.grace = grace
         self.first_pause = first_pause
@@ -74,7 +77,7 @@ class Rules:
         self.started_at = 0
         self.stopping_since = 0
         self.killed = False
-        self.next_start = 0
+        self.next_start = not_before
         self.pause = first_pause
         self.terminating = None
 
@@ -308,13 +311,14 @@ def start_ticks(pid):
 
 
 def main(argv):
+    started = time.monotonic_ns()
     parser = argparse.ArgumentParser(
         prog="lilbee-supervisor.py",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Runs lilbee only while this pod's warden (gate mode) says it may, and stops it the moment that"
         " is no longer so. Everything after -- is lilbee's command.",
         epilog="Example (what warden's chart runs):\n"
-        "  python3 lilbee-supervisor.py --socket /run/warden/switch.sock --health-port 8081 -- lilbee serve --port 8080\n\n"
+        "  python3 lilbee-supervisor.py --socket /run/warden/switch.sock --health-port 8081 --start-after 2 -- lilbee serve --port 8080\n\n"
         "Exit codes: lilbee's, once a SIGTERM or SIGINT passed on to it has ended it (0 when none ran); 2: usage.",
     )
     parser.add_argument("--socket", default=os.environ.get("WARDEN_SWITCH_SOCKET", "/run/warden/switch.sock"),
@@ -324,6 +328,9 @@ def main(argv):
                         help="the longest a permit may last, in seconds, whatever warden says (default %(default)s)")
     parser.add_argument("--grace", type=float, default=float(os.environ.get("WARDEN_SWITCH_GRACE", "2")),
                         help="seconds between SIGTERM and SIGKILL of lilbee's process group (default %(default)s)")
+    parser.add_argument("--start-after", type=float, default=float(os.environ.get("WARDEN_SWITCH_START_AFTER", "0")),
+                        help="start no lilbee before this many seconds from the supervisor's start: the liveness probe's"
+                        " initialDelaySeconds, so a lilbee only ever runs under it (default %(default)s)")
     parser.add_argument("--health-port", type=int, default=int(os.environ.get("WARDEN_SUPERVISOR_HEALTH_PORT", "0")),
                         help="answer the kubelet's liveness probe here (default: $WARDEN_SUPERVISOR_HEALTH_PORT; 0: none)")
     parser.add_argument("--warden-uid", type=int, default=os.geteuid(),
@@ -338,15 +345,16 @@ def main(argv):
     command = argv[split + 1:]
     if not command:
         parser.error("nothing after --: give lilbee's command, e.g. -- lilbee serve --port 8080")
-    if args.validity <= 0 or args.grace <= 0:
-        parser.error("--validity and --grace must be positive")
-    return Supervisor(args, command).run()
+    if args.validity <= 0 or args.grace <= 0 or args.start_after < 0:
+        parser.error("--validity and --grace must be positive, --start-after not negative")
+    return Supervisor(args, command, started).run()
 
 
 class Supervisor:
-    def __init__(self, args, command):
+    def __init__(self, args, command, started):
         self.command = command
-        self.rules = Rules(int(args.validity * SECOND), int(args.grace * SECOND))
+        self.rules = Rules(int(args.validity * SECOND), int(args.grace * SECOND),
+                           not_before=started + int(args.start_after * SECOND))
         self.warden = Warden(args.socket, args.warden_uid)
         self.health = Health(args.health_port) if args.health_port else None
         self.gate_fd = None

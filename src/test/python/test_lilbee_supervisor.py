@@ -121,7 +121,8 @@ class RulesTable(unittest.TestCase):
         for case in table["cases"]:
             config = dict(table["config"], **case.get("config", {}))
             rules = supervisor.Rules(config["validity_ms"] * MS, config["grace_ms"] * MS, config["first_pause_ms"] * MS,
-                                     config["max_pause_ms"] * MS, config["calm_ms"] * MS)
+                                     config["max_pause_ms"] * MS, config["calm_ms"] * MS,
+                                     not_before=config.get("not_before_ms", 0) * MS)
             with self.subTest(case["name"]):
                 for at, event, arg, expected in case["steps"]:
                     argument = arg * MS if event in ("start", "go") else arg
@@ -272,6 +273,18 @@ class Pod(unittest.TestCase):
         warden.go(3)
         time.sleep(0.5)
         self.assertEqual([], [s for s in self.lilbee_states() if s], "a go is no permit to start")
+
+    def test_no_lilbee_before_start_after_even_on_a_permit_at_once(self):
+        # The kubelet's liveness probe watches from --start-after (its initialDelaySeconds): no lilbee runs unwatched.
+        warden = self.warden()
+        launched = time.monotonic()
+        self.supervise("--start-after", "1.5")
+        warden.accept()
+        gate = self.gate()
+        warden.start(gate, 3)
+        os.close(gate)
+        wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
+        self.assertGreaterEqual(time.monotonic() - launched, 1.5, self.output())
 
     def test_a_permit_starts_lilbee_holding_the_gate_lock_which_outlives_wardens_copy(self):
         warden, _, pid = self.serving(3)

@@ -116,7 +116,7 @@ class HelmChartTest {
             List<String> command = new java.util.ArrayList<>();
             lilbee.path("command").forEach(c -> command.add(c.asText()));
             assertEquals(List.of("python3", "/opt/warden/lilbee-supervisor.py", "--socket", "/run/warden/switch.sock", "--validity",
-                    "5", "--grace", "2", "--health-port", "8081", "--", "lilbee"), command, values);
+                    "5", "--grace", "2", "--health-port", "8081", "--start-after", "2", "--", "lilbee"), command, values);
             String script = null;
             for (JsonNode object : objects) {
                 if (object.path("metadata").path("name").asText().equals("lib-warden-lilbee-supervisor")) {
@@ -127,6 +127,8 @@ class HelmChartTest {
                     "the supervisor is the chart's own file, not a string in a template");
             JsonNode liveness = lilbee.path("livenessProbe");
             assertEquals(8081, liveness.at("/httpGet/port").asInt(), "the supervisor's own answer: " + liveness);
+            assertEquals(liveness.path("initialDelaySeconds").asText(), command.get(command.indexOf("--start-after") + 1),
+                    "no lilbee before the probe watches its supervisor: " + liveness);
             int bound = liveness.path("periodSeconds").asInt() * liveness.path("failureThreshold").asInt()
                     + liveness.path("timeoutSeconds").asInt() + liveness.path("terminationGracePeriodSeconds").asInt();
             JsonNode warden = container(pod, "initContainers", "warden");

@@ -107,7 +107,8 @@ class KubeletInteropIT {
             // Only warden's container dies: its lilbee keeps serving and the restarted warden adopts it.
             String serving = release.servingPod();
             report("gate, SIGKILL warden only: the same pod serving again", release.recovers("SIGKILL warden only", serving, "warden"));
-            assertEquals(0, status(release.pod(serving), "lilbee").getRestartCount(), "lilbee kept running");
+            assertEquals(0, status(release.pod(serving), "lilbee").getRestartCount(),
+                    () -> "lilbee kept running: " + release.restartsOf(serving, "lilbee"));
             // lilbee's process dies (a crash, the OOM killer), twice: its supervisor starts it again on warden's next
             // word, with no kubelet back-off, and the same pod serves again.
             report("gate, SIGKILL lilbee: started again in the same pod", release.lilbeeStartedAgainInPod("SIGKILL lilbee", serving));
@@ -131,7 +132,8 @@ class KubeletInteropIT {
             }));
             Await.until("the supervisor stopped the lilbee whose permit no warden renewed", Duration.ofSeconds(30),
                     () -> !unrenewed.isAlive());
-            assertEquals(lilbeeRestarts, status(release.pod(keptDown), "lilbee").getRestartCount(), "the kubelet restarted lilbee");
+            assertEquals(lilbeeRestarts, status(release.pod(keptDown), "lilbee").getRestartCount(),
+                    () -> "the kubelet restarted lilbee: " + release.restartsOf(keptDown, "lilbee"));
             release.helmTest();
             release.noOverlap();
         }
@@ -190,7 +192,8 @@ class KubeletInteropIT {
             // its previous run and goes on from there; its lilbee is kept, not fenced.
             String serving = release.servingPod();
             report("gate (Lease), SIGKILL warden only: the same pod serving again", release.recovers("SIGKILL warden only", serving, "warden"));
-            assertEquals(0, status(release.pod(serving), "lilbee").getRestartCount(), "lilbee kept running");
+            assertEquals(0, status(release.pod(serving), "lilbee").getRestartCount(),
+                    () -> "lilbee kept running: " + release.restartsOf(serving, "lilbee"));
             // lilbee's process dies: its supervisor starts it again in the same pod. Its container dying twice: restarted in
             // place at once, then only after the kubelet's back-off, meanwhile its warden steps aside from the Lease and
             // the other node's pod serves.

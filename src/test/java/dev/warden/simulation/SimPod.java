@@ -128,13 +128,18 @@ final class SimPod {
         sim.at(10 * Sim.SECOND, null, name + " warden liveness", this::wardenLiveness);
     }
 
-    /** The supervisor's liveness probe: every second, 1 s to answer, 2 failures restart lilbee's container (grace 1 s). */
+    /**
+     * The supervisor's liveness probe: from START_AFTER after its container starts, every second, 1 s to answer, 2
+     * failures restart lilbee's container (grace 1 s).
+     */
     private void supervisorLiveness() {
         if (deleted) {
             return;
         }
         SimSupervisor probed = supervisor;
-        if (probed != null && probed.proc.alive && probed.proc.stopped) {
+        if (probed != null && sim.now() - probed.startedAt < SimSupervisor.START_AFTER) {
+            supervisorFailures = 0;
+        } else if (probed != null && probed.proc.alive && probed.proc.stopped) {
             if (++supervisorFailures >= 2) {
                 supervisorFailures = 0;
                 sim.log(probed.proc, "fails its liveness probe twice: lilbee's container is restarted");

@@ -20,6 +20,8 @@ final class SimSupervisor {
     private static final long REPORT = Sim.SECOND;
     static final long VALIDITY = 5 * Sim.SECOND;
     static final long GRACE = 2 * Sim.SECOND;
+    /** The chart's --start-after, its liveness probe's initialDelaySeconds: no lilbee, and no probe, before. */
+    static final long START_AFTER = 2 * Sim.SECOND;
 
     private record Message(Word word, Kernel.Ofd ofd) {
     }
@@ -27,7 +29,9 @@ final class SimSupervisor {
     final Sim sim;
     final SimPod pod;
     final Kernel.Proc proc;
-    private final SupervisorRules rules = SupervisorRules.chart(VALIDITY, GRACE);
+    /** When its container started: the kubelet probes it from START_AFTER on. */
+    final long startedAt;
+    private final SupervisorRules rules;
     private SimWarden warden;
     private Kernel.Ofd gate;
     private SimLilbee lilbee;
@@ -42,6 +46,10 @@ final class SimSupervisor {
         this.sim = sim;
         this.pod = pod;
         this.proc = sim.kernel.spawn(pod.node, pod.name + "/supervisor");
+        this.startedAt = sim.now();
+        // Counted from its container's start, not from its own (later): a lilbee of it may start a little earlier
+        // here than there, never later than the probe watches.
+        this.rules = SupervisorRules.chart(VALIDITY, GRACE, startedAt + START_AFTER);
         proc.onDeath.add(() -> {
             for (Message message : inbox) {
                 if (message.ofd() != null) {

@@ -41,18 +41,23 @@ final class SupervisorRules {
     private long pause;
     Integer terminating;
 
-    SupervisorRules(long validity, long grace, long firstPause, long maxPause, long calm) {
+    /** {@code notBefore}: no lilbee starts earlier (the supervisor's start plus its --start-after). */
+    SupervisorRules(long validity, long grace, long firstPause, long maxPause, long calm, long notBefore) {
         this.validity = validity;
         this.grace = grace;
         this.firstPause = firstPause;
         this.maxPause = maxPause;
         this.calm = calm;
         this.pause = firstPause;
+        this.nextStart = notBefore;
     }
 
-    /** The chart's supervisor: the permit's longest and grace as given, the pause 1 s doubling to 30 s, calm after a minute. */
-    static SupervisorRules chart(long validity, long grace) {
-        return new SupervisorRules(validity, grace, 1_000_000_000L, 30_000_000_000L, 60_000_000_000L);
+    /**
+     * The chart's supervisor: the permit's longest and grace as given, the pause 1 s doubling to 30 s, calm after a
+     * minute, no lilbee before {@code notBefore}.
+     */
+    static SupervisorRules chart(long validity, long grace, long notBefore) {
+        return new SupervisorRules(validity, grace, 1_000_000_000L, 30_000_000_000L, 60_000_000_000L, notBefore);
     }
 
     boolean acceptsGate() {

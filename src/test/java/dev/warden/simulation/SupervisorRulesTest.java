@@ -30,7 +30,7 @@ class SupervisorRulesTest {
             }
             SupervisorRules rules = new SupervisorRules(config.path("validity_ms").asLong() * MS, config.path("grace_ms").asLong() * MS,
                     config.path("first_pause_ms").asLong() * MS, config.path("max_pause_ms").asLong() * MS,
-                    config.path("calm_ms").asLong() * MS);
+                    config.path("calm_ms").asLong() * MS, config.path("not_before_ms").asLong() * MS);
             for (JsonNode step : c.path("steps")) {
                 long at = step.get(0).asLong();
                 String event = step.get(1).asText();

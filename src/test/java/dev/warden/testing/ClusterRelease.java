@@ -188,6 +188,18 @@ public final class ClusterRelease implements AutoCloseable {
                 .orElseThrow(() -> new AssertionError("no status of " + container + " in " + pod.getMetadata().getName()));
     }
 
+    /**
+     * What a failure about {@code container}'s restarts needs to be understood from CI's output alone: its status (the
+     * last run's reason and exit code), the end of that run's log, and the kubelet's events for the pod.
+     */
+    public String restartsOf(String pod, String container) {
+        return status(pod(pod), container) + "\n--- its previous run's log:\n"
+                + cluster.kubectl().poll("-n", namespace, "logs", "--previous", "--tail=40", "-c", container, pod).orElse("(none)")
+                + "\n--- the pod's events:\n"
+                + cluster.kubectl().poll("-n", namespace, "get", "events", "--sort-by=.lastTimestamp",
+                        "--field-selector", "involvedObject.name=" + pod).orElse("(none)");
+    }
+
     public String servingPod() {
         Set<String> ready = watch.ready();
         assertEquals(1, ready.size(), "one pod Ready: " + ready);
@@ -226,7 +238,8 @@ public final class ClusterRelease implements AutoCloseable {
             ContainerStatus standby = status(pod, "lilbee");
             assertTrue(standby.getState().getRunning() != null, "the standby's supervisor runs: " + standby);
             assertNotEquals(Boolean.TRUE, standby.getReady(), "lilbee's container ready in the standby: " + standby);
-            assertEquals(0, standby.getRestartCount(), "lilbee's container restarted in the standby: " + standby);
+            assertEquals(0, standby.getRestartCount(), () -> "lilbee's container restarted in the standby: "
+                    + restartsOf(pod.getMetadata().getName(), "lilbee"));
             assertEquals(List.of(), PodLilbees.processesIn(pod.getMetadata().getUid()), "lilbee serve in the standby");
         }
         String serving = servingPod();
@@ -300,7 +313,8 @@ public final class ClusterRelease implements AutoCloseable {
         Await.until("the same pod serves again after " + how, Duration.ofMinutes(2),
                 () -> watch.ready().equals(Set.of(serving)) && watch.endpoints().equals(Set.of(serving)));
         if (status(pod(serving), "lilbee").getRestartCount() != restarts) {
-            throw new AssertionError("the kubelet restarted lilbee's container: its command should have started lilbee again");
+            throw new AssertionError("the kubelet restarted lilbee's container: its command should have started lilbee again: "
+                    + restartsOf(serving, "lilbee"));
         }
         return Duration.ofNanos(System.nanoTime() - at);
     }
