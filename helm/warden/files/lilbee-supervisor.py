@@ -26,6 +26,11 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
   ("exiting") once lilbee is gone: a warden letting its Lease go waits for either.
 - --health-port answers any HTTP request from this loop itself: the kubelet's liveness probe on it restarts
   a supervisor that has stopped turning (SIGSTOP), which could no longer stop lilbee.
+- With --prepare, lilbee waits warm: while no lilbee runs, a prepared process (lilbee's own Python, in a session of
+  its own) imports lilbee's command and the modules named, then waits on a socket pair only this supervisor holds,
+  holding no lock and serving nothing. A permit's start hands it the gate lock, and lilbee's command runs in that
+  process, its imports already done; with none ready, lilbee starts cold as without --prepare. It is told nothing
+  else, and exits when the supervisor goes.
 
 The rules are the class Rules, held to src/test/python/supervisor_cases.json, the table warden's simulation
 holds its model of them to as well. Standard library only: any lilbee image has python3.
@@ -33,13 +38,20 @@ holds its model of them to as well. Standard library only: any lilbee image has 
 
 import argparse
 import errno
+import importlib
 import os
+import pkgutil
+import re
+import runpy
+import shlex
+import shutil
 import selectors
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 PROTOCOL = 1
@@ -52,6 +64,12 @@ CLOCK_SKEW = SECOND
 REPORT_EVERY = SECOND
 RECONNECT_EVERY = SECOND // 5
 TICK = SECOND // 10
+# A prepared process that ended before its go (an import that kills it, a neighbour's signal) is replaced no sooner.
+PREPARE_AGAIN_AFTER = 30 * SECOND
+# A prepared process says it took its go at once (a thread of its own waits for it): one silent this long has failed.
+GOING_WITHIN = 10 * SECOND
+# pip's form for an interpreter path too long for a #! line (#!/bin/sh, then this line).
+PIP_LONG_SHEBANG = re.compile(rb"^'''exec' (?:\"([^\"]+)\"|(\S+)) \"\$0\" \"\$@\"")
 
 
 def log(message):
@@ -301,6 +319,261 @@ class Health:
             conn.close()
 
 
+class Warm:
+    """The prepared process of --prepare: lilbee's command loaded in its own Python, waiting for a go. Until its go it
+    holds no lock and no file of the data dir, and is reported to warden as warm, never as lilbee. warden proves a
+    lilbee by the locks it holds, and takes a server.lock held by a process not reported as its pod's lilbee for a
+    stranger's: so, as a cold lilbee holds the gate lock from its first instruction and is reported before it can take
+    server.lock, a prepared one is told to go (with the gate lock), says it holds it ("going"), is reported to warden,
+    and only then told to run lilbee's command ("run")."""
+
+    def __init__(self, command, modules):
+        self.command = command
+        self.modules = modules
+        self.process = None
+        self.control = None
+        self.ready = False
+        self.next_try = 0
+        self.handed = None
+        self.handed_control = None
+        self.handed_at = 0
+        self.handed_going = False
+        self.runner, why = runner_of(command)
+        if self.runner is None:
+            log("lilbee starts cold: %s" % why)
+
+    def keep(self, now):
+        """A prepared process waiting: started when there is none (the caller asks only while no lilbee runs)."""
+        if self.runner is None:
+            return
+        if self.process is not None:
+            if self.process.poll() is None:
+                if not self.ready and b"ready " in read_some(self.control):
+                    self.ready = True
+                    log("lilbee is prepared (pid %d)" % self.process.pid)
+                return
+            log("the prepared lilbee ended before its permit (%s); lilbee starts cold until another is ready"
+                % describe_exit(self.process.returncode))
+            self.discard()
+            self.next_try = now + PREPARE_AGAIN_AFTER
+        if now < self.next_try:
+            return
+        ours, theirs = socket.socketpair()
+        interpreter = self.runner[0]
+        try:
+            self.process = subprocess.Popen(
+                interpreter + [os.path.abspath(__file__), "--prepared", str(theirs.fileno()), "--prepare",
+                               ",".join(self.modules), "--"] + self.command,
+                pass_fds=(theirs.fileno(),), start_new_session=True)
+        except OSError as e:
+            log("cannot prepare lilbee with %s: %s; it starts cold" % (interpreter[0], e.strerror or e))
+            ours.close()
+            self.next_try = now + PREPARE_AGAIN_AFTER
+            return
+        finally:
+            theirs.close()
+        ours.setblocking(False)
+        self.control = ours
+        self.ready = False
+
+    def take(self, now, gate_fd):
+        """The prepared process, told to run lilbee's command holding the gate lock; None when there is none."""
+        process, control = self.process, self.control
+        self.process = self.control = None
+        self.ready = False
+        if process is None:
+            return None
+        try:
+            if process.poll() is not None:
+                control.close()
+                return None
+            control.setblocking(True)
+            socket.send_fds(control, [b"go\n"], [gate_fd] if gate_fd is not None else [])
+            control.setblocking(False)
+        except OSError:
+            control.close()
+            kill_group(process)
+            return None
+        self.handed, self.handed_control, self.handed_at, self.handed_going = process, control, now, False
+        return process
+
+    def going(self, now, process):
+        """Whether `process` may be reported as lilbee: a cold one from its start; one told to go, once it says it holds
+        what its go handed it. One that has not said so within GOING_WITHIN is killed, as a lilbee that failed."""
+        if process is not self.handed:
+            return True
+        if self.handed_going or b"going" in read_some(self.handed_control):
+            self.handed_going = True
+            return True
+        if now - self.handed_at > GOING_WITHIN:
+            log("the prepared lilbee (pid %d) did not take its go within %d s: killed" % (process.pid, GOING_WITHIN // SECOND))
+            self.handed_control.close()
+            self.handed = self.handed_control = None
+            kill_group(process)
+        return False
+
+    def reported(self, process):
+        """`process` has been reported to warden as lilbee: it may run lilbee's command now."""
+        if process is self.handed and self.handed_going:
+            try:
+                self.handed_control.send(b"run\n")
+            except OSError:
+                pass  # gone: its exit is seen as any lilbee's
+            self.handed_control.close()
+            self.handed = self.handed_control = None
+
+    def waiting(self):
+        """Whether a prepared process told to go is yet to be heard from: the loop then looks again soon."""
+        return self.handed is not None
+
+    def pid(self):
+        """The prepared process's pid once it is ready, else None."""
+        return self.process.pid if self.process is not None and self.ready else None
+
+    def discard(self):
+        for control in (self.control, self.handed_control):
+            if control is not None:
+                control.close()
+        for process in (self.process, self.handed):
+            if process is not None:
+                kill_group(process)
+        self.process = self.control = self.handed = self.handed_control = None
+        self.ready = False
+
+
+def read_some(sock):
+    """What a control socket has to say now (a few short lines at most), without waiting."""
+    try:
+        return sock.recv(MAX_LINE)
+    except (BlockingIOError, InterruptedError):
+        return b""
+    except OSError:
+        return b""
+
+
+def runner_of(command):
+    """How a prepared Python runs lilbee's command: ((interpreter argv, "script" or "module", path or module), None),
+    or (None, why not) when the command is neither a Python script (a console script) nor `python -m`."""
+    program = shutil.which(command[0])
+    if program is None:
+        return None, "%s is not on PATH" % command[0]
+    if os.path.basename(program).startswith("python") and len(command) >= 3 and command[1] == "-m":
+        return ([program], "module", command[2]), None
+    try:
+        with open(program, "rb") as f:
+            head = f.read(1024).split(b"\n")
+    except OSError as e:
+        return None, "cannot read %s (%s)" % (program, e.strerror)
+    interpreter = None
+    if head[0].startswith(b"#!"):
+        try:
+            interpreter = shlex.split(head[0][2:].decode())
+        except (UnicodeDecodeError, ValueError):
+            interpreter = None
+    if interpreter == ["/bin/sh"] and len(head) > 1:
+        # pip's form for an interpreter path too long for a #! line: '''exec' "/path/to/python" "$0" "$@"
+        match = PIP_LONG_SHEBANG.match(head[1])
+        interpreter = [(match.group(1) or match.group(2)).decode()] if match else None
+    if not interpreter or not os.path.basename(interpreter[-1]).startswith("python"):
+        return None, "%s is not a Python script (its first line names no python)" % program
+    return (interpreter, "script", program), None
+
+
+def name_self(name):
+    """The process's name as ps and top show it (comm, 15 bytes): a prepared lilbee tells itself apart from a running
+    one. A name says nothing to warden, which any process of the pod could take."""
+    try:
+        with open("/proc/self/comm", "w") as comm:
+            comm.write(name)
+    except OSError:
+        pass
+
+
+def describe_exit(code):
+    return "signal %d" % -code if code < 0 else "exit %d" % code
+
+
+def kill_group(process):
+    """SIGKILL to a process's own group (a session of its own, start_new_session), then reaped."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def prepare(modules):
+    """Imports each module, and for NAME.* the package and all its modules; returns (modules loaded, failures)."""
+    failed = 0
+    for name in modules:
+        walk = name.endswith(".*")
+        name = name[:-2] if walk else name
+        try:
+            package = importlib.import_module(name)
+        except Exception:
+            failed += 1
+            continue
+        if walk and hasattr(package, "__path__"):
+            for info in pkgutil.walk_packages(package.__path__, name + ".", onerror=lambda _: None):
+                try:
+                    importlib.import_module(info.name)
+                except Exception:
+                    failed += 1
+    return len(sys.modules), failed
+
+
+def prepared(fd, modules, command):
+    """The prepared process: loads lilbee, then runs it once the supervisor says go; told nothing (the supervisor gone,
+    or replacing it), it exits. The go is taken by a thread from the start, so the gate lock that comes with it is this
+    process's at once (and said so: "going"), even while the imports go on; lilbee's command runs once they are done and
+    the supervisor has reported it to warden ("run")."""
+    control = socket.socket(fileno=fd)
+    name_self("lilbee-prepared")
+    runner, why = runner_of(command)
+    if runner is None:
+        log("cannot prepare lilbee: " + why)
+        return 2
+    _, kind, target = runner
+    went = threading.Event()
+
+    def listen():
+        try:
+            data, fds, _, _ = socket.recv_fds(control, 64, 1)
+        except OSError:
+            data, fds = b"", []
+        if data != b"go\n":
+            os._exit(0)
+        for gate in fds:
+            # lilbee holds it for as long as it lives, as a lilbee started cold inherits it.
+            os.set_inheritable(gate, True)
+        try:
+            control.sendall(b"going\n")
+            # Run only once reported to warden as lilbee: the report comes before any server.lock of ours.
+            ran = control.recv(64)
+        except OSError:
+            ran = b""
+        if ran != b"run\n":
+            os._exit(0)
+        went.set()
+
+    threading.Thread(target=listen, name="go", daemon=True).start()
+    loaded, failed = prepare(modules)
+    try:
+        control.sendall(b"ready %d modules loaded, %d failed to import\n" % (loaded, failed))
+    except OSError:
+        pass  # taken before it was ready: its go is heard all the same
+    went.wait()
+    control.close()
+    name_self("lilbee")
+    if kind == "module":
+        sys.argv = [target] + command[3:]
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = [target] + command[1:]
+        runpy.run_path(target, run_name="__main__")
+    return 0
+
+
 def start_ticks(pid):
     """Field 22 of /proc/<pid>/stat: when the process started, in clock ticks since boot (names this instance)."""
     try:
@@ -318,7 +591,8 @@ def main(argv):
         description="Runs lilbee only while this pod's warden (gate mode) says it may, and stops it the moment that"
         " is no longer so. Everything after -- is lilbee's command.",
         epilog="Example (what warden's chart runs):\n"
-        "  python3 lilbee-supervisor.py --socket /run/warden/switch.sock --health-port 8081 --start-after 2 -- lilbee serve --port 8080\n\n"
+        "  python3 lilbee-supervisor.py --socket /run/warden/switch.sock --health-port 8081 --start-after 2 \\\n"
+        "      --prepare 'lilbee.cli,lilbee.server.*' -- lilbee serve --port 8080\n\n"
         "Exit codes: lilbee's, once a SIGTERM or SIGINT passed on to it has ended it (0 when none ran); 2: usage.",
     )
     parser.add_argument("--socket", default=os.environ.get("WARDEN_SWITCH_SOCKET", "/run/warden/switch.sock"),
@@ -333,10 +607,18 @@ def main(argv):
                         " initialDelaySeconds, so a lilbee only ever runs under it (default %(default)s)")
     parser.add_argument("--health-port", type=int, default=int(os.environ.get("WARDEN_SUPERVISOR_HEALTH_PORT", "0")),
                         help="answer the kubelet's liveness probe here (default: $WARDEN_SUPERVISOR_HEALTH_PORT; 0: none)")
+    parser.add_argument("--prepare", default=os.environ.get("WARDEN_SWITCH_PREPARE", ""),
+                        help="modules to import before a permit, comma-separated, NAME.* for a package and all its"
+                        " modules (for lilbee: lilbee.cli,lilbee.server.*): lilbee then waits warm in a prepared"
+                        " process and runs in it on a permit, its imports done; lilbee's command must be a Python"
+                        " script or python -m. Empty: lilbee starts cold (default: $WARDEN_SWITCH_PREPARE)")
+    parser.add_argument("--prepared", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--warden-uid", type=int, default=os.geteuid(),
                         help="the UID warden runs as: a socket served by any other is not believed (default: this"
                         " process's, %(default)s)")
     if "--" not in argv:
+        if "-h" in argv or "--help" in argv:
+            parser.parse_args(["--help"])
         parser.print_usage(sys.stderr)
         print("lilbee-supervisor.py: error: give lilbee's command after --, e.g. -- lilbee serve --port 8080", file=sys.stderr)
         return 2
@@ -345,14 +627,18 @@ def main(argv):
     command = argv[split + 1:]
     if not command:
         parser.error("nothing after --: give lilbee's command, e.g. -- lilbee serve --port 8080")
+    modules = [m.strip() for m in args.prepare.split(",") if m.strip()]
+    if args.prepared is not None:
+        return prepared(args.prepared, modules, command)
     if args.validity <= 0 or args.grace <= 0 or args.start_after < 0:
         parser.error("--validity and --grace must be positive, --start-after not negative")
-    return Supervisor(args, command, started).run()
+    return Supervisor(args, command, modules, started).run()
 
 
 class Supervisor:
-    def __init__(self, args, command, started):
+    def __init__(self, args, command, modules, started):
         self.command = command
+        self.warm = Warm(command, modules) if modules else None
         self.rules = Rules(int(args.validity * SECOND), int(args.grace * SECOND),
                            not_before=started + int(args.start_after * SECOND))
         self.warden = Warden(args.socket, args.warden_uid)
@@ -362,6 +648,7 @@ class Supervisor:
         self.launched_at = 0
         self.last_report = None
         self.last_permit = None
+        self.last_warm = None
         self.report_at = 0
         self.ack_wanted = None
         self.wake_r, self.wake_w = socket.socketpair()
@@ -393,7 +680,8 @@ class Supervisor:
             code = self.turn(now)
             if code is not None:
                 return code
-            timeout = max(0, min(self.rules.wake_at(now), now + TICK) - time.monotonic_ns()) / SECOND
+            tick = TICK // 10 if self.warm is not None and self.warm.waiting() else TICK
+            timeout = max(0, min(self.rules.wake_at(now), now + tick) - time.monotonic_ns()) / SECOND
             selector.select(timeout)
             try:
                 while self.wake_r.recv(64):
@@ -418,6 +706,8 @@ class Supervisor:
                     return result
         for line, fds in self.warden.receive():
             self.hear(now, line, fds)
+        if self.warm is not None and self.lilbee is None and self.rules.terminating is None:
+            self.warm.keep(now)
         self.apply(now, "tick")
         if self.health:
             self.health.serve(now)
@@ -486,12 +776,20 @@ class Supervisor:
                     os.close(self.gate_fd)
                     self.gate_fd = None
             elif kind == "exit":
+                if self.warm is not None:
+                    self.warm.discard()
                 # Its last word: no lilbee runs and none ever will from here, so a stopping warden may let its Lease go.
                 self.warden.send("exiting")
                 return action[1]
         return None
 
     def start(self, now):
+        prepared = self.warm.take(now, self.gate_fd) if self.warm is not None else None
+        if prepared is not None:
+            log("warden's permit: starting lilbee in its prepared process (pid %d)" % prepared.pid)
+            self.lilbee = prepared
+            self.launched_at = now
+            return
         log("warden's permit: starting lilbee")
         try:
             self.lilbee = subprocess.Popen(self.command, pass_fds=(self.gate_fd,) if self.gate_fd is not None else (),
@@ -516,17 +814,23 @@ class Supervisor:
     def report(self, now):
         """What runs and the permit held (0: none), to warden: on every change and once a second. A restarted warden
         learns from it how long a permit of its previous run may still keep a lilbee."""
-        if self.lilbee is not None and self.rules.lilbee != "none":
+        if self.lilbee is not None and self.rules.lilbee != "none" and (self.warm is None or self.warm.going(now, self.lilbee)):
             state = "lilbee %d %d %d" % (self.lilbee.pid, start_ticks(self.lilbee.pid), self.launched_at)
         else:
             state = "lilbee none"
         held = self.rules.permit_until if self.rules.lilbee == "running" or self.rules.has_gate else 0
-        if state != self.last_report or held != self.last_permit or now >= self.report_at:
+        warm = self.warm.pid() if self.warm is not None else None
+        warm = "warm none" if warm is None else "warm %d" % warm
+        if state != self.last_report or held != self.last_permit or warm != self.last_warm or now >= self.report_at:
             self.warden.send(state)
             self.warden.send("permit %d" % held)
+            self.warden.send(warm)
             self.last_report = state
             self.last_permit = held
+            self.last_warm = warm
             self.report_at = now + REPORT_EVERY
+        if self.warm is not None and self.lilbee is not None and state != "lilbee none":
+            self.warm.reported(self.lilbee)
         if self.ack_wanted is not None and self.rules.lilbee == "none" and not self.rules.has_gate:
             # warden's stop is done: no lilbee, no permit. A warden letting its Lease go waits for this.
             self.warden.send("stopped %d" % self.ack_wanted)

@@ -13,6 +13,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -316,6 +317,16 @@ class Pod(unittest.TestCase):
         wait_for("the gate free", lambda: flock_free(self.gate_lock))
         self.assertEqual("stopped 1", warden.report(lambda line: line.startswith("stopped")), "the stop answered, once done")
 
+    def test_reports_come_on_a_change_and_once_a_second_not_every_turn(self):
+        # A supervisor that said everything every turn would fill a slow warden's socket and lose its stop's answer.
+        warden, _, pid = self.serving(3)
+        warden.report(lambda line: line.startswith("lilbee %d " % pid))
+        heard = []
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            heard += warden.lines()
+        self.assertLessEqual(len([line for line in heard if line.startswith("lilbee ")]), 4, heard)
+
     def test_a_restarted_warden_gets_the_gate_lock_back(self):
         warden, _, pid = self.serving(3)
         warden.close()
@@ -399,6 +410,271 @@ class Pod(unittest.TestCase):
         result = subprocess.run([sys.executable, SUPERVISOR, "--socket", self.socket], capture_output=True, text=True)
         self.assertEqual(2, result.returncode)
         self.assertIn("give lilbee's command after --", result.stderr)
+
+
+# Marks, in the file named by $WARMED_LOG, each process that imported it: what --prepare loads before a permit.
+WARMED = r"""
+import os, time
+time.sleep(float(os.environ.get("WARMED_SLEEP", "0")))
+with open(os.environ["WARMED_LOG"], "a") as log:
+    log.write("imported %d\n" % os.getpid())
+"""
+
+
+def locks_of(pid):
+    """The lock lines of every descriptor of process pid (its fdinfo): empty when it holds no lock at all."""
+    found = []
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as info:
+                found += [line for line in info if line.startswith("lock:")]
+        except OSError:
+            pass
+    return found
+
+
+def listens(pid):
+    """Whether process pid has a listening TCP socket: its socket inodes against the kernel's table of listeners."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    for table in ("/proc/%d/net/tcp" % pid, "/proc/%d/net/tcp6" % pid):
+        with open(table) as f:
+            for row in f.readlines()[1:]:
+                fields = row.split()
+                if fields[3] == "0A" and fields[9] in inodes:
+                    return True
+    return False
+
+
+class Warm(Pod):
+    """--prepare: lilbee waits in a prepared process, its modules loaded, holding nothing, and runs there on a permit.
+    Every test of Pod runs here too, warm: what the switch guarantees stays true."""
+
+    def setUp(self):
+        super().setUp()
+        self.modules = os.path.join(self.dir, "modules")
+        os.mkdir(self.modules)
+        with open(os.path.join(self.modules, "warmed.py"), "w") as f:
+            f.write(WARMED)
+        with open(os.path.join(self.modules, "standin_lilbee.py"), "w") as f:
+            f.write(LILBEE)
+        # lilbee as pip installs it: a console script whose first line names its Python.
+        self.script = os.path.join(self.dir, "lilbee")
+        with open(self.script, "w") as f:
+            f.write("#!%s\n%s" % (sys.executable, LILBEE))
+        os.chmod(self.script, 0o755)
+        self.imports = os.path.join(self.dir, "imports")
+        os.environ["WARMED_LOG"] = self.imports
+        os.environ["PYTHONPATH"] = self.modules
+        self.addCleanup(os.environ.pop, "WARMED_LOG")
+        self.addCleanup(os.environ.pop, "PYTHONPATH")
+
+    def supervise(self, *options, ignore_term=False, lilbee=()):
+        command = [sys.executable, SUPERVISOR, "--socket", self.socket, "--validity", "3", "--grace", "1",
+                   "--prepare", "warmed", *options, "--", *(lilbee or [self.script]), self.server_lock, self.state,
+                   "1" if ignore_term else "0"]
+        process = subprocess.Popen(command, stdout=self.log, stderr=self.log)
+        self.processes.append(process)
+        return process
+
+    def importers(self):
+        try:
+            with open(self.imports) as f:
+                return [int(line.split()[1]) for line in f if line.startswith("imported ")]
+        except FileNotFoundError:
+            return []
+
+    def warm_pid(self, warden, other_than=None):
+        line = warden.report(lambda line: line.startswith("warm ") and line not in ("warm none", "warm %s" % other_than))
+        return int(line.split()[1])
+
+    def assert_holds_nothing(self, pid):
+        self.assertIn(pid, self.importers(), "the prepared process loaded the modules named")
+        self.assertEqual([], locks_of(pid), "a prepared lilbee holds no lock")
+        self.assertFalse(listens(pid), "a prepared lilbee serves nothing")
+        self.assertEqual([], [s for s in self.lilbee_states() if s], "lilbee's own code has not run")
+        self.assertTrue(flock_free(self.gate_lock) if os.path.exists(self.gate_lock) else True)
+
+    def test_a_prepared_lilbee_holds_nothing_until_a_permit_and_then_runs_in_that_process(self):
+        warden = self.warden()
+        self.supervise()
+        warden.accept()
+        prepared = self.warm_pid(warden)
+        time.sleep(0.5)
+        self.assert_holds_nothing(prepared)
+        warden.go(3)
+        time.sleep(0.3)
+        self.assertEqual([], [s for s in self.lilbee_states() if s], "a go is no permit to start, warm or not")
+        gate = self.gate()
+        warden.start(gate, 3)
+        os.close(gate)
+        pid = wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
+        self.assertEqual(prepared, pid, "lilbee runs in the prepared process:\n" + self.output())
+        self.assertEqual([prepared], self.importers(), "and imported nothing again")
+        warden.report(lambda line: line.startswith("lilbee %d " % pid))
+        self.assertTrue(holds_flock(pid, self.gate_lock), "it holds the gate lock it was handed")
+        self.assertTrue(holds_flock(pid, self.server_lock))
+
+    def test_once_lilbee_is_stopped_another_prepared_lilbee_waits_and_serves_the_next_permit(self):
+        warden = self.warden()
+        self.supervise()
+        warden.accept()
+        first = self.warm_pid(warden)
+        gate = self.gate()
+        warden.start(gate, 3)
+        os.close(gate)
+        wait_for("lilbee serving", lambda: self.lilbee_pid(required=False) == first)
+        warden.stop()
+        wait_for("lilbee stopped", lambda: dead(first))
+        second = self.warm_pid(warden, other_than=first)
+        self.assertNotEqual(first, second)
+        time.sleep(0.3)
+        os.remove(self.state)
+        self.assert_holds_nothing(second)
+        gate = self.gate()
+        warden.start(gate, 3)
+        os.close(gate)
+        self.assertEqual(second, wait_for("lilbee serving again", lambda: self.lilbee_pid(required=False)))
+
+    def test_a_lilbee_told_to_go_while_it_imports_is_reported_only_once_it_holds_the_gate_lock(self):
+        # lilbee's imports take seconds: after a crash the next permit comes while the new prepared process imports.
+        # warden proves a lilbee by the locks it holds, so one reported before its gate lock is in hand is stopped.
+        os.environ["WARMED_SLEEP"] = "1.5"
+        self.addCleanup(os.environ.pop, "WARMED_SLEEP")
+        warden, _, first = self.serving(5)
+        os.kill(first, signal.SIGKILL)
+        wait_for("the crash seen", lambda: "lilbee exited" in self.output())
+        gate = self.gate()
+        warden.start(gate, 5)
+        os.close(gate)
+        report = warden.report(lambda line: line.startswith("lilbee ") and line != "lilbee none"
+                               and line.split()[1] != str(first))
+        second = int(report.split()[1])
+        self.assertTrue(holds_flock(second, self.gate_lock), "reported while not holding the gate lock:\n" + self.output())
+        self.assertEqual([s for s in self.lilbee_states() if s.startswith("serving")], ["serving %d" % first],
+                         "its imports were not done yet")
+        self.assertEqual(second, wait_for("lilbee serving again", lambda: [int(s.split()[1]) for s in self.lilbee_states()
+                                                                          if s.startswith("serving")][1:], timeout=15)[0])
+        self.assertIn(second, self.importers(), "started in a prepared process")
+        self.assertTrue(holds_flock(second, self.server_lock))
+
+    def test_a_prepared_lilbee_that_has_not_taken_its_go_is_not_reported_as_lilbee(self):
+        warden = self.warden()
+        self.supervise()
+        warden.accept()
+        prepared = self.warm_pid(warden)
+        os.kill(prepared, signal.SIGSTOP)
+        try:
+            gate = self.gate()
+            warden.start(gate, 5)
+            os.close(gate)
+            heard = []
+            deadline = time.monotonic() + 1
+            while time.monotonic() < deadline:
+                heard += warden.lines()
+            self.assertFalse(holds_flock(prepared, self.gate_lock), "stopped, it has not taken its go")
+            self.assertNotIn("lilbee %d" % prepared, " ".join(heard), "not lilbee before it holds the gate lock")
+            self.assertIn("lilbee none", heard)
+        finally:
+            os.kill(prepared, signal.SIGCONT)
+        warden.report(lambda line: line.startswith("lilbee %d " % prepared))
+        self.assertTrue(holds_flock(prepared, self.gate_lock))
+
+    def prepared_process(self):
+        """A prepared process as the supervisor starts one, this test holding the other end of its socket pair."""
+        ours, theirs = socket.socketpair()
+        process = subprocess.Popen([sys.executable, SUPERVISOR, "--prepared", str(theirs.fileno()), "--prepare", "warmed",
+                                    "--", self.script, self.server_lock, self.state, "0"],
+                                   pass_fds=(theirs.fileno(),), stdout=self.log, stderr=self.log, start_new_session=True)
+        self.processes.append(process)
+        theirs.close()
+        ours.settimeout(10)
+        self.assertTrue(ours.recv(MS).startswith(b"ready "))
+        return process, ours
+
+    def test_told_to_go_a_prepared_lilbee_holds_the_gate_lock_and_runs_lilbee_only_once_told_to_run(self):
+        # The supervisor says "run" only once it has reported the process to warden as lilbee: no server.lock before.
+        process, control = self.prepared_process()
+        gate = self.gate()
+        socket.send_fds(control, [b"go\n"], [gate])
+        os.close(gate)
+        self.assertEqual(b"going\n", control.recv(64))
+        self.assertTrue(holds_flock(process.pid, self.gate_lock), "the gate lock is its own once it says going")
+        time.sleep(0.5)
+        self.assertEqual([], [s for s in self.lilbee_states() if s], "lilbee's command has not run before its run")
+        control.send(b"run\n")
+        self.assertEqual(process.pid, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False)))
+        self.assertTrue(holds_flock(process.pid, self.server_lock))
+
+    def test_a_prepared_lilbee_whose_supervisor_goes_between_go_and_run_exits_and_lets_the_gate_go(self):
+        process, control = self.prepared_process()
+        gate = self.gate()
+        socket.send_fds(control, [b"go\n"], [gate])
+        os.close(gate)
+        self.assertEqual(b"going\n", control.recv(64))
+        control.close()
+        self.assertEqual(0, process.wait(10))
+        self.assertTrue(flock_free(self.gate_lock))
+        self.assertEqual([], [s for s in self.lilbee_states() if s])
+
+    def test_python_dash_m_runs_warm_too(self):
+        warden = self.warden()
+        self.supervise(lilbee=(sys.executable, "-m", "standin_lilbee"))
+        warden.accept()
+        prepared = self.warm_pid(warden)
+        gate = self.gate()
+        warden.start(gate, 3)
+        os.close(gate)
+        self.assertEqual(prepared, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False)))
+
+    def test_a_prepared_lilbee_killed_before_its_permit_leaves_lilbee_to_start_cold(self):
+        warden = self.warden()
+        self.supervise()
+        warden.accept()
+        prepared = self.warm_pid(warden)
+        os.kill(prepared, signal.SIGKILL)
+        wait_for("the supervisor noticing", lambda: "ended before its permit" in self.output())
+        gate = self.gate()
+        warden.start(gate, 3)
+        os.close(gate)
+        pid = wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
+        self.assertNotEqual(prepared, pid)
+        self.assertIn("starting lilbee", self.output(), "started cold")
+
+    def test_a_command_that_is_not_a_python_script_starts_cold_and_says_why(self):
+        warden = self.warden()
+        self.supervise(lilbee=(sys.executable, "-c", LILBEE))
+        warden.accept()
+        gate = self.gate()
+        warden.start(gate, 3)
+        os.close(gate)
+        wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
+        self.assertIn("lilbee starts cold: %s is not a Python script" % shutil.which(sys.executable), self.output())
+        self.assertEqual([], self.importers())
+
+    def test_the_prepared_lilbee_goes_with_its_supervisor(self):
+        warden = self.warden()
+        process = self.supervise()
+        warden.accept()
+        prepared = self.warm_pid(warden)
+        process.send_signal(signal.SIGTERM)
+        self.assertEqual(0, process.wait(10), "no lilbee ran: 0")
+        wait_for("the prepared lilbee gone", lambda: dead(prepared))
+
+    def test_a_prepared_lilbee_whose_supervisor_is_killed_exits_on_its_own(self):
+        warden = self.warden()
+        process = self.supervise()
+        warden.accept()
+        prepared = self.warm_pid(warden)
+        process.kill()
+        wait_for("the prepared lilbee gone", lambda: dead(prepared))
+        self.assertEqual([], [s for s in self.lilbee_states() if s], "and lilbee's own code never ran")
 
 
 if __name__ == "__main__":

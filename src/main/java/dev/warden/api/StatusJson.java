@@ -88,6 +88,7 @@ public class StatusJson {
         state.detail().ifPresent(d -> gate.put("detail", d));
         gate.put("started", snapshot.started());
         gate.put("serving", snapshot.serving());
+        snapshot.warm().ifPresentOrElse(pid -> gate.put("warm_pid", pid), () -> gate.putNull("warm_pid"));
         ServerLockState lock = snapshot.server();
         ObjectNode server = gate.putObject("server_lock");
         server.put("state", lock.label());

@@ -339,7 +339,8 @@ public class GateKeeper {
         GateSnapshot next = GateSnapshot.of(phase, r.paths, r.phase, Optional.ofNullable(r.last), Optional.ofNullable(seen),
                 gateHolder(r), moment -> Instant.ofEpochSecond(0, r.wallOffsetNanos + moment.nanos()),
                 Optional.ofNullable(lease).map(l -> new GateSnapshot.LeaseView(l.name(), l.identity(), l.leading(),
-                        l.holder(), l.renewed())));
+                        l.holder(), l.renewed())),
+                r.lilbeeSwitch.report().map(LilbeeSwitch.Report::warm).orElse(OptionalLong.empty()));
         if (!next.equals(published.get())) {
             published.set(next);
         }

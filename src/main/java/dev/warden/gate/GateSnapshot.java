@@ -21,13 +21,15 @@ import java.util.function.Function;
  * @param serving whether this pod serves: elected, and its lilbee holds the server.lock at the path and may run
  * @param note the last decision's reason, for the probe and the log
  * @param lease in lease mode, the election's state
+ * @param warm the pid of the process lilbee's supervisor has prepared for the next permit (lilbee's modules loaded,
+ *     holding nothing), as the supervisor says: shown, never trusted
  */
 public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, ServerLockState server, boolean started,
-        boolean serving, Optional<String> note, Optional<LeaseView> lease) {
+        boolean serving, Optional<String> note, Optional<LeaseView> lease, OptionalLong warm) {
 
     public static GateSnapshot notStarted() {
         return new GateSnapshot(Phase.NOT_STARTED, null, new GateState.Waiting("not started"), new ServerLockState.NotInPod(),
-                false, false, Optional.empty(), Optional.empty());
+                false, false, Optional.empty(), Optional.empty(), OptionalLong.empty());
     }
 
     /**
@@ -35,10 +37,10 @@ public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, Serve
      * first round), {@code instant} turns the gate's monotonic moments into the wall clock's for the status.
      */
     static GateSnapshot of(Phase phase, LilbeePaths paths, GatePhase gatePhase, Optional<Step> step, Optional<Observation> seen,
-            OptionalLong gateHolder, Function<Moment, Instant> instant, Optional<LeaseView> lease) {
+            OptionalLong gateHolder, Function<Moment, Instant> instant, Optional<LeaseView> lease, OptionalLong warm) {
         if (step.isEmpty() || seen.isEmpty()) {
             return new GateSnapshot(phase, paths, new GateState.Waiting("not tried yet"), new ServerLockState.NotInPod(),
-                    false, false, Optional.empty(), lease);
+                    false, false, Optional.empty(), lease, warm);
         }
         GateState gate = switch (gatePhase) {
             case GatePhase.Elected elected -> new GateState.Elected(instant.apply(elected.since()));
@@ -50,7 +52,7 @@ public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, Serve
         boolean running = phase == Phase.RUNNING;
         return new GateSnapshot(phase, paths, gate, server(step.get(), seen.get().server()),
                 running && (word instanceof Word.Start || word instanceof Word.Go), running && step.get().serving(),
-                Optional.of(step.get().reason()), lease);
+                Optional.of(step.get().reason()), lease, warm);
     }
 
     private static ServerLockState server(Step step, Observation.Server server) {

@@ -16,6 +16,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.OptionalLong;
 import org.jboss.logging.Logger;
 
 /**
@@ -24,7 +25,8 @@ import org.jboss.logging.Logger;
  * lilbee may start ({@code start <until>}, with the gate lock's descriptor), go on ({@code go <until>}) or must stop
  * ({@code stop <n> <reason>}, answered {@code stopped <n>} once done); it reports the lilbee it runs
  * ({@code lilbee <pid> <start ticks> <launched>} or {@code lilbee none}) and the end of the permit it holds
- * ({@code permit <until>}, 0 for none), says {@code exiting} last when it exits with its lilbee gone, and, to a warden
+ * ({@code permit <until>}, 0 for none) and the lilbee it has prepared, its modules loaded, for a permit to start
+ * in ({@code warm <pid>} or {@code warm none}: a supervisor of an earlier version says nothing of it), says {@code exiting} last when it exits with its lilbee gone, and, to a warden
  * restarted beside a running lilbee, gives the gate lock back ({@code gate}, with the descriptor). The socket is warden's
  * UID's alone (mode 0600), and a peer of another UID is not listened to.
  *
@@ -58,8 +60,12 @@ public final class LilbeeSwitch implements AutoCloseable {
     /** Whether the last supervisor to leave said {@code exiting} first (it left no lilbee behind). */
     private boolean lastLeftExiting;
 
-    /** What the supervisor last reported: the lilbee it runs, if any, and the end of the permit it holds, if any. */
-    public record Report(Optional<Running> lilbee, Optional<Moment> permit) {
+    /**
+     * What the supervisor last reported: the lilbee it runs, if any, the end of the permit it holds, if any, and the pid
+     * of the process it has prepared to run lilbee in on the next permit, if any (status only: it holds nothing).
+     */
+    public record Report(Optional<Running> lilbee, Optional<Moment> permit, OptionalLong warm) {
+        static final Report NOTHING = new Report(Optional.empty(), Optional.empty(), OptionalLong.empty());
     }
 
     /** A lilbee as its supervisor names it: pid, start time in clock ticks, and when it was started (monotonic). */
@@ -285,20 +291,27 @@ public final class LilbeeSwitch implements AutoCloseable {
                     }
                 }
                 case "lilbee" -> {
-                    Optional<Moment> permit = connection.report.flatMap(Report::permit);
+                    Report last = connection.report.orElse(Report.NOTHING);
                     if (words.length == 2 && words[1].equals("none")) {
-                        connection.report = Optional.of(new Report(Optional.empty(), permit));
+                        connection.report = Optional.of(new Report(Optional.empty(), last.permit(), last.warm()));
                     } else if (words.length == 4) {
                         connection.report = Optional.of(new Report(Optional.of(new Running(Long.parseLong(words[1]),
-                                Long.parseLong(words[2]), new Moment(Long.parseLong(words[3])))), permit));
+                                Long.parseLong(words[2]), new Moment(Long.parseLong(words[3])))), last.permit(), last.warm()));
                     }
                 }
                 case "permit" -> {
                     if (words.length == 2) {
                         long until = Long.parseLong(words[1]);
-                        Optional<Running> lilbee = connection.report.flatMap(Report::lilbee);
-                        connection.report = Optional.of(new Report(lilbee, until == 0 ? Optional.empty()
-                                : Optional.of(new Moment(until))));
+                        Report last = connection.report.orElse(Report.NOTHING);
+                        connection.report = Optional.of(new Report(last.lilbee(), until == 0 ? Optional.empty()
+                                : Optional.of(new Moment(until)), last.warm()));
+                    }
+                }
+                case "warm" -> {
+                    if (words.length == 2) {
+                        Report last = connection.report.orElse(Report.NOTHING);
+                        connection.report = Optional.of(new Report(last.lilbee(), last.permit(),
+                                words[1].equals("none") ? OptionalLong.empty() : OptionalLong.of(Long.parseLong(words[1]))));
                     }
                 }
                 case "stopped" -> {

@@ -94,13 +94,22 @@ class KubeletFailoverBench {
         int rounds = Integer.getInteger("warden.bench.kubelet-lilbee-rounds", 20);
         List<String> rows = new ArrayList<>();
         List<String> installs = new ArrayList<>();
+        List<Long> goMicros = new ArrayList<>();
         try (ClusterRelease gate = ClusterRelease.helm(cluster, helm(), "gate", ClusterRelease.GATE, NODE1)) {
             installs.add(seconds("gate", gate.installed()));
-            rows.add(row("gated by warden: the serving pod force-deleted", failovers(gate, rounds, gate::forceDelete),
+            rows.add(row("gated by warden: the serving pod force-deleted",
+                    rounds(gate, rounds, () -> goToListening(gate, gate.failover("a kill", gate::forceDelete), goMicros)),
                     Integer.toString(gate.watch().exits("lilbee", 3))));
             // The process, as a crash or the kernel's OOM killer ends it: its container's command starts it again.
             rows.add(row("gated by warden: the serving lilbee SIGKILLed (started again in its pod)",
-                    restarts(gate, rounds, gate::killLilbee), Integer.toString(gate.watch().exits("lilbee", 3))));
+                    rounds(gate, rounds, () -> goToListening(gate, gate.servesAgain(gate::killLilbee), goMicros)),
+                    Integer.toString(gate.watch().exits("lilbee", 3))));
+            if (goMicros.isEmpty()) {
+                throw new AssertionError("no lilbee start to listening found in lilbee's container logs");
+            }
+            rows.add(row("gated by warden: from warden's go to lilbee listening, each failover above (a warm start: the"
+                    + " supervisor's log line to lilbee's, container log timestamps)",
+                    stats(goMicros.stream().mapToLong(Long::longValue).toArray()), "-"));
         }
         try (ClusterRelease bare = ClusterRelease.manifests(cluster, "bare", bareLilbee(), "app=bare-lilbee", "bare-lilbee")) {
             installs.add(seconds("bare lilbee", bare.installed()));
@@ -114,7 +123,8 @@ class KubeletFailoverBench {
                 "Figure 7's question without the test kubelet: the real cluster of figure 11, one node, 2 replicas on one"
                         + " ReadWriteMany hostPath claim of the reference lilbee image (the real `lilbee serve` 0.6.90b449)."
                         + " Gated: the chart in gate mode (warden as the native sidecar; lilbee's supervisor runs lilbee only while"
-                        + " warden's permit lasts and starts it again, on warden's word, when it dies). Bare: lilbee alone, ready once it listens (a"
+                        + " warden's permit lasts and starts it again, on warden's word, when it dies; a warm standby: lilbee's"
+                        + " modules already loaded in a process the supervisor prepared, where lilbee runs on the go). Bare: lilbee alone, ready once it listens (a"
                         + " tcpSocket probe); the standby's lilbee exits 3 after waiting 15 s for server.lock and the kubelet's"
                         + " CrashLoopBackOff restarts it (10 s doubling to 5 minutes), as it restarts a killed lilbee. " + ROUND
                         + " helm install (or kubectl apply) to the first pod Ready: " + String.join(", ", installs) + ".",
@@ -146,6 +156,15 @@ class KubeletFailoverBench {
         }
         release.noOverlap();
         return stats(micros);
+    }
+
+    /** {@code took}, after noting how long the serving pod's newest lilbee took from warden's go to listening. */
+    private static Duration goToListening(ClusterRelease gate, Duration took, List<Long> goMicros) {
+        List<Duration> starts = gate.goToListening(gate.servingPod());
+        if (!starts.isEmpty()) {
+            goMicros.add(starts.getLast().toNanos() / 1000);
+        }
+        return took;
     }
 
     /** The serving pod killed by {@code kill}: until another pod serves. */

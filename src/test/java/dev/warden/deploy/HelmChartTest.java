@@ -116,7 +116,8 @@ class HelmChartTest {
             List<String> command = new java.util.ArrayList<>();
             lilbee.path("command").forEach(c -> command.add(c.asText()));
             assertEquals(List.of("python3", "/opt/warden/lilbee-supervisor.py", "--socket", "/run/warden/switch.sock", "--validity",
-                    "5", "--grace", "2", "--health-port", "8081", "--start-after", "2", "--", "lilbee"), command, values);
+                    "5", "--grace", "2", "--health-port", "8081", "--start-after", "2", "--prepare", "lilbee.cli,lilbee.server.*", "--",
+                    "lilbee"), command, values);
             String script = null;
             for (JsonNode object : objects) {
                 if (object.path("metadata").path("name").asText().equals("lib-warden-lilbee-supervisor")) {

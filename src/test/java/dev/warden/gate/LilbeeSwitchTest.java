@@ -1,5 +1,6 @@
 package dev.warden.gate;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -15,7 +16,9 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.OptionalLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -71,6 +74,41 @@ class LilbeeSwitchTest {
             lilbeeSwitch.poll(now);
             return lilbeeSwitch.stopDone();
         });
+    }
+
+    /**
+     * The report keeps each word's last value whatever order they come in: the lilbee it runs, the permit it holds, and
+     * the process it prepared (status only), none of them reset by another word.
+     */
+    @Test
+    void eachWordOfTheReportKeepsItsLastValue() throws IOException {
+        try (SocketChannel supervisor = supervisor()) {
+            send(supervisor, "warm 4242");
+            send(supervisor, "lilbee none");
+            send(supervisor, "permit 0");
+            Await.until("the report", () -> {
+                lilbeeSwitch.poll(now);
+                return lilbeeSwitch.report().isPresent() && lilbeeSwitch.report().get().warm().isPresent();
+            });
+            assertEquals(new LilbeeSwitch.Report(Optional.empty(), Optional.empty(), OptionalLong.of(4242)),
+                    lilbeeSwitch.report().get());
+            send(supervisor, "lilbee 4242 777 5000");
+            send(supervisor, "permit 9000");
+            send(supervisor, "warm none");
+            Await.until("the next report", () -> {
+                lilbeeSwitch.poll(now);
+                return lilbeeSwitch.report().get().warm().isEmpty();
+            });
+            assertEquals(new LilbeeSwitch.Report(Optional.of(new LilbeeSwitch.Running(4242, 777, new Moment(5000))),
+                    Optional.of(new Moment(9000)), OptionalLong.empty()), lilbeeSwitch.report().get());
+            send(supervisor, "warm not-a-pid");
+            send(supervisor, "lilbee none");
+            Await.until("the last report", () -> {
+                lilbeeSwitch.poll(now);
+                return lilbeeSwitch.report().get().lilbee().isEmpty();
+            });
+            assertEquals(Optional.of(new Moment(9000)), lilbeeSwitch.report().get().permit(), "a word that does not parse says nothing");
+        }
     }
 
     @Test

@@ -9,6 +9,7 @@ import dev.warden.testing.Await;
 import dev.warden.testing.GatePod;
 import dev.warden.testing.LilbeeServe;
 import dev.warden.testing.OverlapWatch;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -153,6 +154,90 @@ class GateInteropIT {
         assertEquals(1, serving.events("lilbee", "start").size(), "started again by its supervisor, no container restart");
         assertEquals(0, standby.lilbeeStarts(), "the standby's lilbee never started\n" + logs());
         assertOneServerAndNoRefusal();
+    }
+
+    /**
+     * A warm standby: the standby's supervisor has prepared the real lilbee (its modules loaded in a process of its
+     * own) that holds no lock, no file of the data root and no listening socket; the serving pod killed, lilbee runs in
+     * that very process, with no start of its own, and once it listens the next standby waits warm again.
+     */
+    @Test
+    void aStandbysPreparedLilbeeHoldsNothingAndServesInThatProcessOnTheFailover() throws Exception {
+        List<GatePod> both = servingAndStandby("serving", "warm");
+        GatePod serving = both.get(0);
+        GatePod standby = both.get(1);
+        Await.until("the standby's lilbee is prepared", LILBEE, () -> standby.prepared().isPresent()
+                && standby.status().map(s -> s.at("/gate/warm_pid").isNumber()).orElse(false));
+        ProcessHandle prepared = standby.prepared().orElseThrow();
+        assertEquals(List.of(), descriptorsIn(prepared.pid(), dir.resolve("root")), "a prepared lilbee opens no file of the data root");
+        assertEquals(List.of(), lockLines(prepared.pid()), "a prepared lilbee holds no lock");
+        assertFalse(listens(prepared.pid()), "a prepared lilbee serves nothing");
+        assertEquals(0, standby.lilbeeStarts());
+        serving.kill();
+        Await.until("the standby serves", LILBEE, () -> standby.probe("ready") == 200);
+        assertEquals(prepared.pid(), standby.lilbee().orElseThrow().pid(), "lilbee runs in the prepared process\n" + logs());
+        assertTrue(prepared.isAlive());
+        assertEquals(1, standby.warmStarts(), "started in its prepared process, no cold start\n" + logs());
+        assertOneServerAndNoRefusal();
+    }
+
+    /** The descriptors of process {@code pid} open on files under {@code root}. */
+    private static List<String> descriptorsIn(long pid, Path root) throws IOException {
+        List<String> open = new ArrayList<>();
+        try (var fds = Files.list(Path.of("/proc", Long.toString(pid), "fd"))) {
+            for (Path fd : fds.toList()) {
+                try {
+                    Path target = Files.readSymbolicLink(fd);
+                    if (target.startsWith(root)) {
+                        open.add(fd.getFileName() + " -> " + target);
+                    }
+                } catch (IOException e) {
+                    // closed meanwhile
+                }
+            }
+        }
+        return open;
+    }
+
+    /** The {@code lock:} lines of every descriptor of process {@code pid}: none when it holds no lock. */
+    private static List<String> lockLines(long pid) throws IOException {
+        List<String> locks = new ArrayList<>();
+        try (var infos = Files.list(Path.of("/proc", Long.toString(pid), "fdinfo"))) {
+            for (Path info : infos.toList()) {
+                try {
+                    Files.readAllLines(info).stream().filter(line -> line.startsWith("lock:")).forEach(locks::add);
+                } catch (IOException e) {
+                    // closed meanwhile
+                }
+            }
+        }
+        return locks;
+    }
+
+    /** Whether process {@code pid} has a listening TCP socket: its socket inodes against its network's listeners. */
+    private static boolean listens(long pid) throws IOException {
+        java.util.Set<String> inodes = new java.util.HashSet<>();
+        try (var fds = Files.list(Path.of("/proc", Long.toString(pid), "fd"))) {
+            for (Path fd : fds.toList()) {
+                try {
+                    String target = Files.readSymbolicLink(fd).toString();
+                    if (target.startsWith("socket:[")) {
+                        inodes.add(target.substring(8, target.length() - 1));
+                    }
+                } catch (IOException e) {
+                    // closed meanwhile
+                }
+            }
+        }
+        for (String table : List.of("tcp", "tcp6")) {
+            for (String row : Files.readAllLines(Path.of("/proc", Long.toString(pid), "net", table)).stream().skip(1).toList()) {
+                String[] fields = row.trim().split("\\s+");
+                if (fields[3].equals("0A") && inodes.contains(fields[9])) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /**

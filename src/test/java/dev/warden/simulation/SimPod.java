@@ -100,6 +100,7 @@ final class SimPod {
         supervisor.proc.onDeath.add(() -> {
             // The container's main process is gone: the runtime kills what else the container runs, lilbee among it.
             started.lilbee().ifPresent(lilbee -> sim.die(lilbee.proc, "killed with its container"));
+            started.prepared().ifPresent(prepared -> sim.die(prepared.proc, "exits: its supervisor is gone"));
             if (!deleted) {
                 long delay = lilbeeRestarts.delay();
                 sim.log(null, name + ": the kubelet restarts lilbee's container in " + Sim.seconds(delay));
@@ -173,6 +174,7 @@ final class SimPod {
         if (supervisor != null && supervisor.proc.alive) {
             procs.add(supervisor.proc);
             supervisor.lilbee().filter(l -> l.proc.alive).ifPresent(l -> procs.add(l.proc));
+            supervisor.prepared().ifPresent(l -> procs.add(l.proc));
         }
         procs.addAll(hostile.decoys.stream().filter(p -> p.alive).toList());
         return procs;
@@ -293,6 +295,8 @@ final class SimPod {
                 supervisor.terminate();
             } else if (supervisor != null && supervisor.lilbee().map(l -> l.proc == target).orElse(false)) {
                 supervisor.lilbee().get().terminate();
+            } else if (supervisor != null && supervisor.prepared().map(l -> l.proc == target).orElse(false)) {
+                supervisor.prepared().get().terminate();
             } else {
                 sim.die(target, "SIGTERM");
             }

@@ -12,7 +12,9 @@ import java.util.Optional;
  * in a model of its shell. It connects to its pod's warden when that listens (a peer of warden's UID on a socket only
  * warden's and lilbee's containers mount: nobody else's words reach it), keeps a permit's gate lock and hands it to the
  * lilbee it starts, gives it back to a warden that connects, reports its lilbee once a second and on every change,
- * and does as its rules say. A stopped supervisor hears nothing and does nothing until it goes on.
+ * and does as its rules say. As the chart's ({@code --prepare}), it keeps a prepared lilbee waiting while none runs,
+ * and starts lilbee in it on a permit (cold when there is none, or it was killed; another after 30 s). A stopped
+ * supervisor hears nothing and does nothing until it goes on.
  */
 final class SimSupervisor {
 
@@ -22,6 +24,8 @@ final class SimSupervisor {
     static final long GRACE = 2 * Sim.SECOND;
     /** The chart's --start-after, its liveness probe's initialDelaySeconds: no lilbee, and no probe, before. */
     static final long START_AFTER = 2 * Sim.SECOND;
+    /** A prepared lilbee gone before its permit is replaced no sooner (PREPARE_AGAIN_AFTER). */
+    private static final long PREPARE_AGAIN_AFTER = 30 * Sim.SECOND;
 
     private record Message(Word word, Kernel.Ofd ofd) {
     }
@@ -35,6 +39,8 @@ final class SimSupervisor {
     private SimWarden warden;
     private Kernel.Ofd gate;
     private SimLilbee lilbee;
+    private SimLilbee prepared;
+    private long prepareAgainAt;
     private Integer exited;
     private final List<Message> inbox = new ArrayList<>();
     private String lastReport = "";
@@ -79,6 +85,11 @@ final class SimSupervisor {
         return Optional.ofNullable(lilbee).filter(l -> l.proc.alive);
     }
 
+    /** The prepared lilbee waiting for a permit, if any: it holds nothing. */
+    Optional<SimLilbee> prepared() {
+        return Optional.ofNullable(prepared).filter(l -> l.proc.alive);
+    }
+
     String describe() {
         return (proc.alive ? proc.stopped ? "supervisor stopped" : "supervisor up" : "supervisor dead") + ", "
                 + lilbee().map(SimLilbee::describe).orElse("no lilbee");
@@ -93,6 +104,7 @@ final class SimSupervisor {
             lilbee = null;
             apply("exited", code);
         }
+        prepare();
         apply("tick", 0);
         report();
         acknowledge();
@@ -187,6 +199,7 @@ final class SimSupervisor {
                     }
                 }
                 case "exit" -> {
+                    prepared().ifPresent(p -> sim.die(p.proc, "killed: its supervisor exits"));
                     // Its last word, as the real one's: lilbee is gone and no other will start from here.
                     SimWarden to = warden;
                     if (to != null) {
@@ -204,14 +217,30 @@ final class SimSupervisor {
         }
     }
 
+    private void prepare() {
+        if (prepared == null && lilbee == null && rules.terminating == null && sim.now() >= prepareAgainAt) {
+            prepared = SimLilbee.prepared(sim, this);
+        }
+    }
+
     private void startLilbee() {
-        lilbee = new SimLilbee(sim, this, gate);
+        if (prepared().isPresent()) {
+            lilbee = prepared;
+            prepared = null;
+            lilbee.go(gate);
+            sim.log(proc, "starts lilbee in its prepared " + lilbee.proc + (gate == null ? "" : " with the gate lock"));
+            return;
+        }
+        lilbee = SimLilbee.cold(sim, this, gate);
         sim.log(proc, "starts " + lilbee.proc + (gate == null ? "" : " with the gate lock"));
     }
 
     void lilbeeExited(SimLilbee gone, int code) {
         if (gone == lilbee) {
             exited = code;
+        } else if (gone == prepared) {
+            prepared = null;
+            prepareAgainAt = sim.now() + PREPARE_AGAIN_AFTER;
         }
     }
 

@@ -11,6 +11,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -200,6 +202,33 @@ public final class ClusterRelease implements AutoCloseable {
                         "--field-selector", "involvedObject.name=" + pod).orElse("(none)");
     }
 
+    /**
+     * Gate mode: how long each lilbee of {@code pod} took from its supervisor's start of it (on warden's permit) to
+     * listening, oldest first, as lilbee's container log says with the container runtime's own timestamps.
+     */
+    public List<Duration> goToListening(String pod) {
+        String log = cluster.kubectl().poll("-n", namespace, "logs", "--timestamps", "-c", "lilbee", pod).orElse("");
+        List<Duration> found = new ArrayList<>();
+        Instant go = null;
+        for (String line : log.lines().toList()) {
+            int space = line.indexOf(' ');
+            Instant at;
+            try {
+                at = Instant.parse(line.substring(0, Math.max(space, 0)));
+            } catch (DateTimeParseException e) {
+                continue;
+            }
+            String text = line.substring(space + 1);
+            if (text.contains("warden's permit: starting lilbee")) {
+                go = at;
+            } else if (go != null && text.startsWith("Listening on ")) {
+                found.add(Duration.between(go, at));
+                go = null;
+            }
+        }
+        return found;
+    }
+
     public String servingPod() {
         Set<String> ready = watch.ready();
         assertEquals(1, ready.size(), "one pod Ready: " + ready);
@@ -230,7 +259,8 @@ public final class ClusterRelease implements AutoCloseable {
 
     /**
      * Gate mode: steady; in the standby lilbee's container runs its supervisor, never ready, never restarted, and no
-     * {@code lilbee serve} process at all; only the serving pod's lilbee holds server.lock.
+     * {@code lilbee serve} runs at all (its prepared process, lilbee's modules loaded, waits); only the serving pod's
+     * lilbee holds server.lock.
      */
     public void oneServingAndTheStandbysLilbeeNeverStarted() {
         steady();

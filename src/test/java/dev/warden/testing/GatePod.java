@@ -110,7 +110,8 @@ public final class GatePod implements AutoCloseable {
         if (gated) {
             // The chart's command, word for word but for the file's place (the chart mounts it at /opt/warden).
             List<String> command = new ArrayList<>(List.of(Supervised.python(), Supervised.SUPERVISOR.toString(), "--socket",
-                    socket.toString(), "--validity", "5", "--grace", "2", "--health-port", Integer.toString(SUPERVISOR_PORT), "--"));
+                    socket.toString(), "--validity", "5", "--grace", "2", "--health-port", Integer.toString(SUPERVISOR_PORT),
+                    "--prepare", "lilbee.cli,lilbee.server.*", "--"));
             command.addAll(lilbeeServe);
             lilbee.putPOJO("argv", command);
             lilbee.set("liveness", liveness("http://127.0.0.1:" + SUPERVISOR_PORT + "/", 1, 2, 1));
@@ -234,6 +235,11 @@ public final class GatePod implements AutoCloseable {
         return (int) read(lilbeeLog).lines().filter(line -> line.contains("warden's permit: starting lilbee")).count();
     }
 
+    /** How many of those started in the process the supervisor prepared (a warm start). */
+    public int warmStarts() {
+        return (int) read(lilbeeLog).lines().filter(line -> line.contains("starting lilbee in its prepared process")).count();
+    }
+
     /** The exit codes of every {@code lilbee serve} this pod's supervisor ran, in order. */
     public List<Integer> lilbeeExits() {
         List<Integer> codes = new ArrayList<>();
@@ -259,12 +265,28 @@ public final class GatePod implements AutoCloseable {
 
     /** The pod's lilbee supervisor as this machine sees it. */
     public Optional<ProcessHandle> supervisor() {
-        return unshare.descendants().filter(p -> p.info().commandLine().orElse("").contains("lilbee-supervisor.py")).findFirst();
+        return unshare.descendants().filter(p -> {
+            String command = p.info().commandLine().orElse("");
+            return command.contains("lilbee-supervisor.py") && !command.contains("--prepared");
+        }).findFirst();
     }
 
-    /** The pod's {@code lilbee serve} as this machine sees it. */
+    /**
+     * The pod's {@code lilbee serve} as this machine sees it: started cold, or running in the process its supervisor
+     * prepared (which names itself {@code lilbee} once it runs lilbee's command).
+     */
     public Optional<ProcessHandle> lilbee() {
-        return process("lilbee serve");
+        return process("lilbee serve").or(() -> prepared("lilbee"));
+    }
+
+    /** The process the pod's supervisor prepared, lilbee's modules loaded, waiting for a permit. */
+    public Optional<ProcessHandle> prepared() {
+        return prepared("lilbee-prepared");
+    }
+
+    private Optional<ProcessHandle> prepared(String name) {
+        return unshare.descendants().filter(p -> p.info().commandLine().orElse("").contains("--prepared")
+                && read(Path.of("/proc", Long.toString(p.pid()), "comm")).strip().equals(name)).findFirst();
     }
 
     /**

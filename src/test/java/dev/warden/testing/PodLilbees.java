@@ -67,7 +67,7 @@ public final class PodLilbees {
         try (DirectoryStream<Path> proc = Files.newDirectoryStream(Path.of("/proc"),
                 p -> p.getFileName().toString().chars().allMatch(Character::isDigit))) {
             for (Path process : proc) {
-                if (lilbeeServe(read(process.resolve("cmdline"))) && also.test(process)) {
+                if (lilbeeServe(read(process.resolve("cmdline")), read(process.resolve("comm")).strip()) && also.test(process)) {
                     found.put(Long.parseLong(process.getFileName().toString()), read(process.resolve("cgroup")));
                 }
             }
@@ -77,11 +77,19 @@ public final class PodLilbees {
         return found;
     }
 
-    /** {@code lilbee serve}, run as a script by its Python ({@code python .../bin/lilbee serve}) or directly. */
-    static boolean lilbeeServe(String cmdline) {
-        String[] argv = cmdline.split("\0");
-        for (int i = 0; i + 1 < argv.length && i < 2; i++) {
-            if ((argv[i].equals("lilbee") || argv[i].endsWith("/lilbee")) && argv[i + 1].equals("serve")) {
+    /**
+     * {@code lilbee serve}, run as a script by its Python ({@code python .../bin/lilbee serve}) or directly, or in the
+     * process lilbee's supervisor prepared ({@code python lilbee-supervisor.py --prepared ... -- lilbee serve}), once it
+     * runs lilbee's command: it names itself {@code lilbee} then ({@code lilbee-prepared} while it waits).
+     */
+    static boolean lilbeeServe(String cmdline, String comm) {
+        List<String> argv = List.of(cmdline.split("\0"));
+        int command = argv.contains("--prepared") && argv.contains("--") ? argv.indexOf("--") + 1 : 0;
+        if (command > 0 && !comm.equals("lilbee")) {
+            return false;
+        }
+        for (int i = command; i + 1 < argv.size() && i < command + 2; i++) {
+            if ((argv.get(i).equals("lilbee") || argv.get(i).endsWith("/lilbee")) && argv.get(i + 1).equals("serve")) {
                 return true;
             }
         }
