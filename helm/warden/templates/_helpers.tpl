@@ -30,6 +30,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- and (eq .Values.mode "gate") (eq .Values.gate.election "lease") }}
 {{- end }}
 
+{{/* Gate mode routing clients by role: every healthy pod Ready, the Service selecting the label warden keeps. */}}
+{{- define "warden.roleRouting" -}}
+{{- and (eq .Values.mode "gate") (eq .Values.gate.routing "role") }}
+{{- end }}
+
+{{/* Whether warden talks to the API server (a Lease, or its pod's role label): its ServiceAccount and token. */}}
+{{- define "warden.apiAccess" -}}
+{{- or (eq (include "warden.leaseMode" .) "true") (eq (include "warden.roleRouting" .) "true") }}
+{{- end }}
+
 {{/* Whole seconds of a "10s" value (the schema allows nothing else for the gate's timings). */}}
 {{- define "warden.seconds" -}}
 {{- trimSuffix "s" (toString .) | atoi }}
@@ -139,7 +149,15 @@ seccompProfile:
     - {name: WARDEN_GATE_LEASE_DURATION, value: {{ .Values.gate.lease.duration | quote }}}
     - {name: WARDEN_GATE_LEASE_RENEW_DEADLINE, value: {{ .Values.gate.lease.renewDeadline | quote }}}
     - {name: WARDEN_GATE_LEASE_RETRY_PERIOD, value: {{ .Values.gate.lease.retryPeriod | quote }}}
-    # The Lease's holder identity is the pod and its node (<pod>@<node>): restarted in place, warden renews its Lease.
+    {{- end }}
+    {{- if eq (include "warden.roleRouting" .) "true" }}
+    # Role routing: warden labels its own pod (gate.role.label) primary while it serves, which the Service selects.
+    - {name: WARDEN_GATE_ROUTING, value: role}
+    - {name: WARDEN_GATE_ROLE_LABEL, value: {{ .Values.gate.role.label | quote }}}
+    {{- end }}
+    {{- if eq (include "warden.apiAccess" .) "true" }}
+    # The pod warden labels; with the node, the Lease's holder identity (<pod>@<node>): restarted in place, warden
+    # renews its Lease.
     - name: POD_NAME
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
     - name: NODE_NAME
@@ -184,7 +202,12 @@ seccompProfile:
     # A standby may wait for the lock for as long as the holder lives.
     failureThreshold: 2147483647
   readinessProbe:
+    {{- if eq (include "warden.roleRouting" .) "true" }}
+    # Role routing: every healthy pod is Ready (everyday tools see the release healthy); the Service selects the role.
+    httpGet: {path: /q/health/group/routable, port: {{ .Values.warden.managementPort }}}
+    {{- else }}
     httpGet: {path: /q/health/ready, port: {{ .Values.warden.managementPort }}}
+    {{- end }}
     periodSeconds: 2
     failureThreshold: 1
   livenessProbe:
@@ -206,7 +229,7 @@ seccompProfile:
     {{- if eq .Values.mode "gate" }}
     - {name: warden-switch, mountPath: /run/warden}
     {{- end }}
-    {{- if eq (include "warden.leaseMode" .) "true" }}
+    {{- if eq (include "warden.apiAccess" .) "true" }}
     - {name: gate-token, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
     {{- end }}
     {{- if .Values.warden.apiToken.existingSecret }}

@@ -95,6 +95,9 @@ public class ServeCommand implements Callable<Integer> {
     GateKeeper gate;
 
     @Inject
+    dev.warden.routing.RoleRouting roleRouting;
+
+    @Inject
     WardenConfig config;
 
     @Inject
@@ -182,6 +185,14 @@ public class ServeCommand implements Callable<Integer> {
             if (!unsafe.isEmpty()) {
                 unsafe.forEach(problem -> spec.commandLine().getErr().println("warden: " + problem));
                 return ExitCodes.USAGE;
+            }
+            if (config.gate().routing() == WardenConfig.Gate.Routing.ROLE) {
+                try {
+                    roleRouting.start(config.gate().role(), System.getenv());
+                } catch (IllegalArgumentException | IllegalStateException e) {
+                    spec.commandLine().getErr().println("warden: " + e.getMessage());
+                    return ExitCodes.USAGE;
+                }
             }
             try {
                 if (config.gate().election() == WardenConfig.Gate.Election.LEASE) {

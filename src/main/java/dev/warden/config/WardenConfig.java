@@ -123,9 +123,38 @@ public interface WardenConfig {
 
         Lease lease();
 
+        /**
+         * How clients reach the pod that serves. {@code readiness}: only that pod is Ready, a standby never is.
+         * {@code role}: every healthy pod is Ready (the chart's readiness probe asks {@code /q/health/group/routable})
+         * and warden keeps {@code role.label} on its own pod, {@code primary} exactly while {@code /q/health/ready} is
+         * UP and {@code standby} otherwise, which the Service selects. {@code /q/health/ready} means the same in both.
+         */
+        @WithDefault("readiness")
+        Routing routing();
+
+        Role role();
+
         /** How the gate is elected. */
         enum Election {
             FILE, LEASE
+        }
+
+        /** How clients reach the pod that serves. */
+        enum Routing {
+            READINESS, ROLE
+        }
+
+        /** Role routing: the label warden keeps, and on which pod. */
+        interface Role {
+            /** The label's key; its value is {@code primary} or {@code standby}. */
+            @WithDefault("warden.dev/role")
+            String label();
+
+            /** warden's own pod's name. Unset: {@code $POD_NAME} (the downward API). */
+            Optional<String> pod();
+
+            /** warden's own pod's namespace. Unset: its service account's. */
+            Optional<String> namespace();
         }
 
         /**

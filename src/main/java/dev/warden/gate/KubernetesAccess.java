@@ -14,15 +14,15 @@ import java.util.Map;
  * prefer {@code $KUBECONFIG} or {@code ~/.kube/config}, and a kubeconfig can name an exec credential
  * plugin that warden would run. Outside a pod, as kubectl does.
  */
-final class KubernetesAccess {
+public final class KubernetesAccess {
 
     /** Where Kubernetes mounts a pod's service account (the chart mounts warden's projected token there). */
-    static final Path SERVICE_ACCOUNT = Path.of("/var/run/secrets/kubernetes.io/serviceaccount");
+    public static final Path SERVICE_ACCOUNT = Path.of("/var/run/secrets/kubernetes.io/serviceaccount");
 
     private KubernetesAccess() {
     }
 
-    static Config config(Map<String, String> env, Path account) {
+    public static Config config(Map<String, String> env, Path account) {
         String host = env.getOrDefault("KUBERNETES_SERVICE_HOST", "").strip();
         if (host.isEmpty()) {
             return Config.autoConfigure(null);
@@ -30,8 +30,8 @@ final class KubernetesAccess {
         Path token = account.resolve("token");
         if (!Files.isRegularFile(token)) {
             throw new IllegalStateException("warden runs in a pod (KUBERNETES_SERVICE_HOST is set) but finds no service account"
-                    + " token at " + token + ": Lease mode needs one (the chart mounts a projected token for warden alone, with"
-                    + " gate.election lease). In a pod warden reads no kubeconfig.");
+                    + " token at " + token + ": Lease mode and role routing need one (the chart mounts a projected token for warden"
+                    + " alone, with gate.election lease or gate.routing role). In a pod warden reads no kubeconfig.");
         }
         Config config = Config.empty();
         String port = env.getOrDefault("KUBERNETES_SERVICE_PORT", "443").strip();
@@ -50,7 +50,7 @@ final class KubernetesAccess {
         try {
             return SecretFile.read(file).orElseThrow(() -> new IOException(file + " is empty"));
         } catch (IOException e) {
-            throw new UncheckedIOException("Lease mode cannot read the service account's " + file.getFileName() + ": "
+            throw new UncheckedIOException("warden cannot read the service account's " + file.getFileName() + ": "
                     + e.getMessage(), e);
         }
     }

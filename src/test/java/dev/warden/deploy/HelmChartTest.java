@@ -33,10 +33,13 @@ class HelmChartTest {
         }
     }
 
-    private static List<JsonNode> render(Path values) throws IOException {
+    private static List<JsonNode> render(Path... values) throws IOException {
         // In namespace "default", as the real helm renders without --namespace (helm-java would leave it empty).
-        String manifests = new Helm(CHART).template().withName("lib").withNamespace("default").withValuesFile(values).call();
-        return PodChecks.objects(manifests);
+        var template = new Helm(CHART).template().withName("lib").withNamespace("default");
+        for (Path file : values) {
+            template = template.withValuesFile(file);
+        }
+        return PodChecks.objects(template.call());
     }
 
     private static JsonNode kind(List<JsonNode> objects, String kind) {
@@ -224,6 +227,46 @@ class HelmChartTest {
         } catch (IOException e) {
             return "";
         }
+    }
+
+    /**
+     * Role routing: the Service selects the label warden keeps on its pod, every healthy pod is Ready (warden's readiness
+     * asks the routable group, lilbee's container its supervisor), and warden alone gets a token whose Role may get and
+     * patch pods in the pods' namespace, nothing else; without it, readiness routing is untouched.
+     */
+    @Test
+    void roleRoutingSelectsThePrimaryAndEveryHealthyPodIsReady(@TempDir Path dir) throws IOException {
+        List<JsonNode> objects = render(CHART.resolve("ci/gate-role-values.yaml"));
+        assertEquals("primary", kind(objects, "Service").at("/spec/selector/warden.dev~1role").asText(),
+                kind(objects, "Service").toString());
+        JsonNode pod = kind(objects, "Deployment").at("/spec/template/spec");
+        assertFalse(kind(objects, "Deployment").at("/spec/selector/matchLabels").toString().contains("role"),
+                "a label warden changes is no part of the Deployment's selector");
+        JsonNode warden = container(pod, "initContainers", "warden");
+        assertEquals("/q/health/group/routable", warden.at("/readinessProbe/httpGet/path").asText());
+        assertEquals("/q/health/started", warden.at("/startupProbe/httpGet/path").asText());
+        JsonNode lilbee = container(pod, "containers", "lilbee");
+        assertEquals(8081, lilbee.at("/readinessProbe/httpGet/port").asInt(), "a standby's lilbee container is ready: " + lilbee);
+        String env = warden.path("env").toString();
+        assertTrue(env.contains("{\"name\":\"WARDEN_GATE_ROUTING\",\"value\":\"role\"}"), env);
+        assertTrue(env.contains("\"fieldPath\":\"metadata.name\""), "warden labels the pod it names: " + env);
+        assertEquals("lib-warden-gate", pod.path("serviceAccountName").asText());
+        assertTrue(warden.path("volumeMounts").toString().contains("/var/run/secrets/kubernetes.io/serviceaccount"));
+        assertFalse(lilbee.path("volumeMounts").toString().contains("serviceaccount"), "the token is warden's alone");
+        List<JsonNode> roles = objects.stream().filter(o -> o.path("kind").asText().equals("Role")).toList();
+        assertEquals(1, roles.size(), "one Role, and no Lease's in file mode: " + roles);
+        assertEquals("[{\"apiGroups\":[\"\"],\"resources\":[\"pods\"],\"verbs\":[\"get\",\"patch\"]}]",
+                roles.getFirst().path("rules").toString());
+        assertTrue(roles.getFirst().at("/metadata/namespace").isMissingNode(), "in the pods' namespace");
+        assertTrue(kind(objects, "Lease").isMissingNode());
+        Path leased = Files.writeString(dir.resolve("values.yaml"), "gate: {election: lease, lease: {namespace: elsewhere}}\n");
+        List<JsonNode> both = render(CHART.resolve("ci/gate-role-values.yaml"), leased);
+        assertEquals(List.of("elsewhere", ""), both.stream().filter(o -> o.path("kind").asText().equals("Role"))
+                .map(o -> o.at("/metadata/namespace").asText()).toList(), "the Lease's Role where the Lease is, the pods' beside them");
+        JsonNode readiness = render(CHART.resolve("ci/gate-values.yaml")).stream()
+                .filter(o -> o.path("kind").asText().equals("Deployment")).findFirst().orElseThrow().at("/spec/template/spec");
+        assertEquals("/q/health/ready", container(readiness, "initContainers", "warden").at("/readinessProbe/httpGet/path").asText());
+        assertTrue(kind(render(CHART.resolve("ci/gate-values.yaml")), "Service").at("/spec/selector").toString().indexOf("role") < 0);
     }
 
     @Test

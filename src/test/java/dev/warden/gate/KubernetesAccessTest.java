@@ -53,7 +53,7 @@ class KubernetesAccessTest {
         Path ran = dir.resolve("plugin-ran");
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> KubernetesAccess.config(podWithAPlantedKubeconfig(ran), dir.resolve("none")));
-        assertTrue(e.getMessage().contains(dir.resolve("none").resolve("token") + ": Lease mode needs one"), e.getMessage());
+        assertTrue(e.getMessage().contains(dir.resolve("none").resolve("token") + ": Lease mode and role routing need one"), e.getMessage());
         assertFalse(Files.exists(ran));
     }
 

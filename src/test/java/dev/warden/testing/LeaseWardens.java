@@ -39,10 +39,14 @@ public final class LeaseWardens implements AutoCloseable {
         this.settings = settings;
     }
 
-    /** Starts a warden whose Lease identity is {@code identity}, on the data root {@code <root>/<identity>}. */
-    public WardenProcess start(String identity) throws IOException {
+    /**
+     * Starts a warden whose Lease identity is {@code identity}, on the data root {@code <root>/<identity>}; {@code more}:
+     * its own {@code -D} options, on top of everyone's.
+     */
+    public WardenProcess start(String identity, String... more) throws IOException {
         List<String> options = new ArrayList<>(List.of("-Dwarden.gate.election=lease", "-Dwarden.gate.lease.identity=" + identity));
         options.addAll(settings);
+        options.addAll(List.of(more));
         WardenProcess warden = WardenProcess.serve(prefix + "-" + identity, Map.of("KUBECONFIG", kubeconfig.toString(),
                 // Outside a pod, as the test's API server is: in a pod warden would use only the service account.
                 "KUBERNETES_SERVICE_HOST", ""), null,

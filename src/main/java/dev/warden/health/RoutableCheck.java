@@ -1,0 +1,41 @@
+package dev.warden.health;
+
+import dev.warden.gate.GateKeeper;
+import dev.warden.gate.GateSnapshot;
+import dev.warden.gate.GateState;
+import dev.warden.hold.HoldSnapshot;
+import io.smallrye.health.api.HealthGroup;
+import jakarta.enterprise.context.ApplicationScoped;
+import org.eclipse.microprofile.health.HealthCheck;
+import org.eclipse.microprofile.health.HealthCheckResponse;
+import org.eclipse.microprofile.health.Readiness;
+
+/**
+ * {@code /q/health/group/routable}, role routing's readiness ({@code warden.gate.routing=role}): UP for a pod that
+ * serves and for a healthy standby, whose warden runs its gate keeper and can take the gate (not DOWN for another pod
+ * holding it, as {@code /q/health/ready} is). Everyday tools then see every healthy replica Ready, while the Service
+ * selects the serving pod by the label warden keeps. In hold mode it answers as readiness does.
+ */
+@HealthGroup("routable")
+@ApplicationScoped
+public class RoutableCheck implements HealthCheck {
+
+    private final GateKeeper gate;
+    private final LockReadinessCheck readiness;
+
+    public RoutableCheck(GateKeeper gate, @Readiness LockReadinessCheck readiness) {
+        this.gate = gate;
+        this.readiness = readiness;
+    }
+
+    @Override
+    public HealthCheckResponse call() {
+        GateSnapshot snapshot = gate.snapshot();
+        if (!GateHealth.active(snapshot)) {
+            return readiness.call();
+        }
+        boolean up = snapshot.phase() == HoldSnapshot.Phase.RUNNING && !(snapshot.gate() instanceof GateState.Failed);
+        return HealthCheckResponse.named("gate-routable").status(up).withData("gate.state", snapshot.gate().label())
+                .withData("serving", snapshot.serving()).build();
+    }
+}
