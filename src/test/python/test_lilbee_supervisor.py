@@ -256,14 +256,18 @@ class Pod(unittest.TestCase):
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return fd
 
+    def permit(self, warden, seconds):
+        """warden's permit of `seconds`, with its gate lock (this test's copy closed once sent: lilbee's is what holds it)."""
+        gate = self.gate()
+        warden.start(gate, seconds)
+        os.close(gate)
+
     def serving(self, validity, ignore_term=False):
         """A supervisor whose warden gave a permit of `validity` seconds and its gate lock: (warden, supervisor, lilbee's pid)."""
         warden = self.warden()
         process = self.supervise(ignore_term=ignore_term)
         warden.accept()
-        gate = self.gate()
-        warden.start(gate, validity)
-        os.close(gate)
+        self.permit(warden, validity)
         return warden, process, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
 
     def test_nothing_starts_without_a_permit(self):
@@ -281,9 +285,7 @@ class Pod(unittest.TestCase):
         launched = time.monotonic()
         self.supervise("--start-after", "1.5")
         warden.accept()
-        gate = self.gate()
-        warden.start(gate, 3)
-        os.close(gate)
+        self.permit(warden, 3)
         wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
         self.assertGreaterEqual(time.monotonic() - launched, 1.5, self.output())
 
@@ -511,9 +513,7 @@ class Warm(Pod):
         warden.go(3)
         time.sleep(0.3)
         self.assertEqual([], [s for s in self.lilbee_states() if s], "a go is no permit to start, warm or not")
-        gate = self.gate()
-        warden.start(gate, 3)
-        os.close(gate)
+        self.permit(warden, 3)
         pid = wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
         self.assertEqual(prepared, pid, "lilbee runs in the prepared process:\n" + self.output())
         self.assertEqual([prepared], self.importers(), "and imported nothing again")
@@ -526,9 +526,7 @@ class Warm(Pod):
         self.supervise()
         warden.accept()
         first = self.warm_pid(warden)
-        gate = self.gate()
-        warden.start(gate, 3)
-        os.close(gate)
+        self.permit(warden, 3)
         wait_for("lilbee serving", lambda: self.lilbee_pid(required=False) == first)
         warden.stop()
         wait_for("lilbee stopped", lambda: dead(first))
@@ -537,9 +535,7 @@ class Warm(Pod):
         time.sleep(0.3)
         os.remove(self.state)
         self.assert_holds_nothing(second)
-        gate = self.gate()
-        warden.start(gate, 3)
-        os.close(gate)
+        self.permit(warden, 3)
         self.assertEqual(second, wait_for("lilbee serving again", lambda: self.lilbee_pid(required=False)))
 
     def test_a_lilbee_told_to_go_while_it_imports_is_reported_only_once_it_holds_the_gate_lock(self):
@@ -550,9 +546,7 @@ class Warm(Pod):
         warden, _, first = self.serving(5)
         os.kill(first, signal.SIGKILL)
         wait_for("the crash seen", lambda: "lilbee exited" in self.output())
-        gate = self.gate()
-        warden.start(gate, 5)
-        os.close(gate)
+        self.permit(warden, 5)
         report = warden.report(lambda line: line.startswith("lilbee ") and line != "lilbee none"
                                and line.split()[1] != str(first))
         second = int(report.split()[1])
@@ -571,9 +565,7 @@ class Warm(Pod):
         prepared = self.warm_pid(warden)
         os.kill(prepared, signal.SIGSTOP)
         try:
-            gate = self.gate()
-            warden.start(gate, 5)
-            os.close(gate)
+            self.permit(warden, 5)
             heard = []
             deadline = time.monotonic() + 1
             while time.monotonic() < deadline:
@@ -628,9 +620,7 @@ class Warm(Pod):
         self.supervise(lilbee=(sys.executable, "-m", "standin_lilbee"))
         warden.accept()
         prepared = self.warm_pid(warden)
-        gate = self.gate()
-        warden.start(gate, 3)
-        os.close(gate)
+        self.permit(warden, 3)
         self.assertEqual(prepared, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False)))
 
     def test_a_prepared_lilbee_killed_before_its_permit_leaves_lilbee_to_start_cold(self):
@@ -640,9 +630,7 @@ class Warm(Pod):
         prepared = self.warm_pid(warden)
         os.kill(prepared, signal.SIGKILL)
         wait_for("the supervisor noticing", lambda: "ended before its permit" in self.output())
-        gate = self.gate()
-        warden.start(gate, 3)
-        os.close(gate)
+        self.permit(warden, 3)
         pid = wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
         self.assertNotEqual(prepared, pid)
         self.assertIn("starting lilbee", self.output(), "started cold")
@@ -651,9 +639,7 @@ class Warm(Pod):
         warden = self.warden()
         self.supervise(lilbee=(sys.executable, "-c", LILBEE))
         warden.accept()
-        gate = self.gate()
-        warden.start(gate, 3)
-        os.close(gate)
+        self.permit(warden, 3)
         wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
         self.assertIn("lilbee starts cold: %s is not a Python script" % shutil.which(sys.executable), self.output())
         self.assertEqual([], self.importers())

@@ -40,7 +40,8 @@ public final class RoleKeeper {
     }
 
     private void keep() {
-        long retryAt = 0;
+        // nanoTime's origin is arbitrary (it may be negative): moments are compared by their difference only.
+        long retryAt = System.nanoTime();
         String complained = null;
         while (!stopped) {
             Role wanted = Role.of(ready.getAsBoolean());

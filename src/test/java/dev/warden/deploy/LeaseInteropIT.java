@@ -60,16 +60,7 @@ class LeaseInteropIT {
         plane = ControlPlane.start(bin, Files.createTempDirectory("warden-lease"));
         plane.restrictedNamespace(NAMESPACE);
         helm("install");
-        String token = plane.ok(null, "create", "token", "-n", NAMESPACE, RELEASE + "-warden-gate").trim();
-        tokenConfig = Files.createTempFile("warden-lease", ".kubeconfig");
-        String admin = Files.readString(plane.kubeconfig());
-        // The admin's kubeconfig with the ServiceAccount's token in place of the admin's certificate.
-        String server = admin.lines().filter(l -> l.trim().startsWith("server:")).findFirst().orElseThrow().trim();
-        String ca = admin.lines().filter(l -> l.trim().startsWith("certificate-authority")).findFirst().orElseThrow().trim();
-        Files.writeString(tokenConfig, String.join("\n", "apiVersion: v1", "kind: Config", "clusters:",
-                "- name: test", "  cluster:", "    " + server, "    " + ca, "users:", "- name: gate",
-                "  user:", "    token: " + token, "contexts:", "- name: gate", "  context:", "    cluster: test",
-                "    user: gate", "    namespace: " + NAMESPACE, "current-context: gate", ""));
+        tokenConfig = plane.kubeconfigOf(NAMESPACE, RELEASE + "-warden-gate");
     }
 
     /** {@code helm install} or {@code upgrade} of {@code release}, the chart in lease mode, as the cluster's admin; {@code more}: --set options. */

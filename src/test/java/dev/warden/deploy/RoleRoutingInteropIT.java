@@ -58,15 +58,7 @@ class RoleRoutingInteropIT {
                 "helm/warden", "-f", "helm/warden/ci/gate-role-values.yaml", "--set", "gate.election=lease",
                 "--namespace", NAMESPACE, "--kubeconfig", plane.kubeconfig().toString());
         assertEquals(0, install.exitCode(), install.output());
-        String token = plane.ok(null, "create", "token", "-n", NAMESPACE, RELEASE + "-warden-gate").trim();
-        tokenConfig = Files.createTempFile("warden-role", ".kubeconfig");
-        String admin = Files.readString(plane.kubeconfig());
-        String server = admin.lines().filter(l -> l.trim().startsWith("server:")).findFirst().orElseThrow().trim();
-        String ca = admin.lines().filter(l -> l.trim().startsWith("certificate-authority")).findFirst().orElseThrow().trim();
-        Files.writeString(tokenConfig, String.join("\n", "apiVersion: v1", "kind: Config", "clusters:",
-                "- name: test", "  cluster:", "    " + server, "    " + ca, "users:", "- name: warden",
-                "  user:", "    token: " + token, "contexts:", "- name: warden", "  context:", "    cluster: test",
-                "    user: warden", "    namespace: " + NAMESPACE, "current-context: warden", ""));
+        tokenConfig = plane.kubeconfigOf(NAMESPACE, RELEASE + "-warden-gate");
         Await.until("the Deployment's two pods", Duration.ofSeconds(60), () -> podNames().size() == 2);
         pods = podNames();
     }

@@ -131,6 +131,23 @@ public final class ControlPlane implements AutoCloseable {
         return kubeconfig;
     }
 
+    /**
+     * A kubeconfig of ServiceAccount {@code account} of {@code namespace} (a token made for it now): the admin's cluster
+     * with that token in place of the admin's certificate, so that only the account's Role allows anything.
+     */
+    public Path kubeconfigOf(String namespace, String account) throws IOException, InterruptedException {
+        String token = ok(null, "create", "token", "-n", namespace, account).trim();
+        String admin = Files.readString(kubeconfig);
+        String server = admin.lines().filter(l -> l.trim().startsWith("server:")).findFirst().orElseThrow().trim();
+        String ca = admin.lines().filter(l -> l.trim().startsWith("certificate-authority")).findFirst().orElseThrow().trim();
+        Path config = Files.createTempFile(work, account, ".kubeconfig");
+        Files.writeString(config, String.join("\n", "apiVersion: v1", "kind: Config", "clusters:",
+                "- name: test", "  cluster:", "    " + server, "    " + ca, "users:", "- name: " + account,
+                "  user:", "    token: " + token, "contexts:", "- name: " + account, "  context:", "    cluster: test",
+                "    user: " + account, "    namespace: " + namespace, "current-context: " + account, ""));
+        return config;
+    }
+
     private void launch(String name, String... command) throws IOException {
         Process process = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(work.resolve(name + ".log").toFile()).start();
