@@ -445,9 +445,8 @@ def read_some(sock):
     """What a control socket has to say now (a few short lines at most), without waiting."""
     try:
         return sock.recv(MAX_LINE)
-    except (BlockingIOError, InterruptedError):
-        return b""
     except OSError:
+        # Nothing waiting (BlockingIOError), or the process gone: its exit is seen as any lilbee's.
         return b""
 
 

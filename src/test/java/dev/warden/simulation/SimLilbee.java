@@ -53,10 +53,6 @@ final class SimLilbee {
         return new SimLilbee(sim, supervisor, "lilbee-prepared");
     }
 
-    boolean going() {
-        return going;
-    }
-
     /** Runs lilbee's command in this process, holding {@code gate} (none where the Lease alone elects). */
     void go(Kernel.Ofd gate) {
         going = true;
