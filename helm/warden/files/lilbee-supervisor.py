@@ -20,7 +20,8 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
 - No lilbee runs before --start-after seconds from the supervisor's own start: the kubelet's liveness probe on
   --health-port (initialDelaySeconds, the same number) watches it from then, so it is never killed for being slow
   to start on a loaded node, and never has a lilbee before the probe that would stop a stalled one is watching.
-- SIGTERM and SIGINT go on to lilbee, whose exit code this exits with.
+- SIGTERM and SIGINT go on to lilbee, whose exit code this exits with; the first also asks warden to step down
+  ("step-down"): its pod is going away, and the gate goes to a standby as lilbee stops, not after.
 - What it runs and the permit it holds go to warden on every change and once a second; a stop warden numbered is
   answered ("stopped N") once no lilbee runs and no permit is held, and its exit (SIGTERM, with the pod) is told
   ("exiting") once lilbee is gone: a warden letting its Lease go waits for either.
@@ -691,6 +692,11 @@ class Supervisor:
     def turn(self, now):
         """One pass: signals, lilbee's exit, warden's words, the timers, the health probe; an exit code to end with."""
         while self.signals:
+            if not self.rules.terminating:
+                # The pod (or this container) is going away: warden hands the gate to a standby at once, rather than
+                # once lilbee has gone and the kubelet has stopped warden too. It lets the gate go only as safely as
+                # ever: lilbee keeps the gate lock until it has exited.
+                self.warden.send("step-down")
             code = self.apply(now, "signal", self.signals.pop(0))
             if code is not None:
                 return code

@@ -1,13 +1,28 @@
 {{- define "warden.name" -}}
-{{- .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- .Values.nameOverride | default .Chart.Name | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{- define "warden.fullname" -}}
-{{- if contains .Chart.Name .Release.Name }}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := .Values.nameOverride | default .Chart.Name }}
+{{- if contains $name .Release.Name }}
 {{- .Release.Name | trunc 63 | trimSuffix "-" }}
 {{- else }}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+An image reference from {registry, repository, tag, digest}: [registry/]repository[:tag][@digest], the digest pinning
+it where given. Called with (list <image values> <default tag>).
+*/}}
+{{- define "warden.imageRef" -}}
+{{- $image := index . 0 }}
+{{- $tag := $image.tag | default (index . 1) | toString }}
+{{- if $image.registry }}{{ $image.registry }}/{{ end }}{{ $image.repository }}{{ if $tag }}:{{ $tag }}{{ end }}{{ if $image.digest }}@{{ $image.digest }}{{ end }}
 {{- end }}
 
 {{- define "warden.selectorLabels" -}}
@@ -30,14 +45,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- and (eq .Values.mode "gate") (eq .Values.gate.election "lease") }}
 {{- end }}
 
-{{/* Gate mode routing clients by role: every healthy pod Ready, the Service selecting the label warden keeps. */}}
+{{/*
+Gate mode routing clients by role: every healthy pod Ready, the Service selecting the label warden keeps. gate.routing
+auto: role with standbys (replicas > 1), readiness for a single pod (no API access for nothing).
+*/}}
 {{- define "warden.roleRouting" -}}
-{{- and (eq .Values.mode "gate") (eq .Values.gate.routing "role") }}
+{{- and (eq .Values.mode "gate") (or (eq .Values.gate.routing "role") (and (eq .Values.gate.routing "auto") (gt (int .Values.replicas) 1))) }}
 {{- end }}
 
-{{/* Whether warden talks to the API server (a Lease, or its pod's role label): its ServiceAccount and token. */}}
+{{/* Whether warden talks to the API server (a Lease, its pod's role label, Events): its ServiceAccount and token. */}}
 {{- define "warden.apiAccess" -}}
-{{- or (eq (include "warden.leaseMode" .) "true") (eq (include "warden.roleRouting" .) "true") }}
+{{- or (eq (include "warden.leaseMode" .) "true") (eq (include "warden.roleRouting" .) "true") .Values.events.enabled }}
 {{- end }}
 
 {{/* Whole seconds of a "10s" value (the schema allows nothing else for the gate's timings). */}}
@@ -92,7 +110,7 @@ the Lease after the renew deadline.
 
 {{/* warden's image: image.tag, or the flavour's tag (the app version, with -native for the native executable). */}}
 {{- define "warden.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default (printf "%s%s" .Chart.AppVersion (ternary "-native" "" (eq .Values.image.flavour "native"))) }}
+{{ include "warden.imageRef" (list .Values.image (printf "%s%s" .Chart.AppVersion (ternary "-native" "" (eq .Values.image.flavour "native")))) }}
 {{- end }}
 
 {{- define "warden.containerSecurityContext" -}}
@@ -155,14 +173,19 @@ seccompProfile:
     - {name: WARDEN_GATE_ROUTING, value: role}
     - {name: WARDEN_GATE_ROLE_LABEL, value: {{ .Values.gate.role.label | quote }}}
     {{- end }}
+    {{- end }}
     {{- if eq (include "warden.apiAccess" .) "true" }}
-    # The pod warden labels; with the node, the Lease's holder identity (<pod>@<node>): restarted in place, warden
-    # renews its Lease.
+    # The pod warden labels and records Events on; with the node, the Lease's holder identity (<pod>@<node>): restarted
+    # in place, warden renews its Lease.
     - name: POD_NAME
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
+    - name: POD_UID
+      valueFrom: {fieldRef: {fieldPath: metadata.uid}}
     - name: NODE_NAME
       valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
     {{- end }}
+    {{- if .Values.events.enabled }}
+    - {name: WARDEN_EVENTS_ENABLED, value: "true"}
     {{- end }}
     - {name: WARDEN_DATA_ROOT, value: {{ .Values.warden.dataRoot | quote }}}
     - {name: WARDEN_ENGINE_DIR, value: {{ .Values.warden.engineDir | quote }}}

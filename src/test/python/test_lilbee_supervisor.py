@@ -380,12 +380,16 @@ class Pod(unittest.TestCase):
         os.kill(child, signal.SIGKILL)
         os.waitpid(child, 0)
 
-    def test_sigterm_goes_on_to_lilbee_and_its_code_is_the_supervisors(self):
+    def test_sigterm_asks_warden_to_step_down_goes_on_to_lilbee_and_its_code_is_the_supervisors(self):
         warden, process, _ = self.serving(3)
+        process.send_signal(signal.SIGTERM)
         process.send_signal(signal.SIGTERM)
         self.assertEqual(143, process.wait(10))
         self.assertIn("term", self.lilbee_states())
-        self.assertEqual("exiting", warden.report(lambda line: line == "exiting"), "its last word, lilbee gone")
+        said = []
+        warden.report(lambda line: said.append(line) or line == "exiting")
+        self.assertEqual("exiting", said[-1], "its last word, lilbee gone")
+        self.assertEqual(1, said.count("step-down"), "warden asked to step down, once, before: %s" % said)
 
     def test_the_health_port_answers_while_the_loop_turns_and_not_once_it_is_stopped(self):
         with socket.socket() as probe:

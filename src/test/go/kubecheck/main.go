@@ -5,8 +5,13 @@
 // named on the command line (or stdin with "-"), or builds a kustomization first with
 // kustomize's own library (as `kubectl kustomize` does), and prints one line per object it accepts.
 //
+// With --kstatus it says instead whether live objects (`kubectl get -o json`, a List or one object) are
+// ready the way Helm 4's wait and Flux decide it: kstatus, sigs.k8s.io/cli-utils' own code, one line per
+// object with its status and why, exiting 1 unless every one is Current.
+//
 //	kubecheck FILE...
 //	kubecheck --kustomize DIR
+//	kubecheck --kstatus FILE
 package main
 
 import (
@@ -25,16 +30,18 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: kubecheck FILE... (\"-\" reads stdin) | kubecheck --kustomize DIR")
+		fmt.Fprintln(os.Stderr, "usage: kubecheck FILE... (\"-\" reads stdin) | kubecheck --kustomize DIR | kubecheck --kstatus FILE")
 		os.Exit(2)
 	}
 	scheme := runtime.NewScheme()
@@ -50,6 +57,21 @@ func main() {
 	}
 	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 
+	if os.Args[1] == "--kstatus" {
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: kubecheck --kstatus FILE (\"-\" reads stdin; kubectl get -o json's output)")
+			os.Exit(2)
+		}
+		current, err := kstatus(os.Args[2])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", os.Args[2], err)
+			os.Exit(2)
+		}
+		if !current {
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Args[1] == "--kustomize" {
 		if len(os.Args) != 3 {
 			fmt.Fprintln(os.Stderr, "usage: kubecheck --kustomize DIR")
@@ -78,16 +100,57 @@ func main() {
 }
 
 func check(decoder runtime.Decoder, name string) error {
-	var in io.Reader = os.Stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
+	in, err := open(name)
+	if err != nil {
+		return err
 	}
+	defer in.Close()
 	return decodeAll(decoder, in)
+}
+
+// open opens the file named, or stdin for "-".
+func open(name string) (io.ReadCloser, error) {
+	if name == "-" {
+		return io.NopCloser(os.Stdin), nil
+	}
+	return os.Open(name)
+}
+
+// kstatus prints each object's kstatus and says whether every one is Current.
+func kstatus(name string) (bool, error) {
+	in, err := open(name)
+	if err != nil {
+		return false, err
+	}
+	defer in.Close()
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return false, err
+	}
+	read, _, err := unstructured.UnstructuredJSONScheme.Decode(data, nil, nil)
+	if err != nil {
+		return false, err
+	}
+	var objects []unstructured.Unstructured
+	switch read := read.(type) {
+	case *unstructured.UnstructuredList:
+		objects = read.Items
+	case *unstructured.Unstructured:
+		objects = []unstructured.Unstructured{*read}
+	}
+	if len(objects) == 0 {
+		return false, errors.New("no objects")
+	}
+	current := true
+	for i := range objects {
+		result, err := status.Compute(&objects[i])
+		if err != nil {
+			return false, fmt.Errorf("%s/%s: %w", objects[i].GetKind(), objects[i].GetName(), err)
+		}
+		fmt.Printf("%s/%s: %s: %s\n", objects[i].GetKind(), objects[i].GetName(), result.Status, result.Message)
+		current = current && result.Status == status.CurrentStatus
+	}
+	return current, nil
 }
 
 func kustomize(dir string) ([]byte, error) {

@@ -1,8 +1,9 @@
 package dev.warden.api;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.warden.config.SecretFile;
 import dev.warden.config.WardenConfig;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import jakarta.inject.Singleton;
 import jakarta.ws.rs.core.HttpHeaders;
 import jakarta.ws.rs.core.Response;
@@ -44,12 +45,28 @@ public class ApiToken {
         return MessageDigest.isEqual(given, expected.get().getBytes(StandardCharsets.UTF_8)) ? Verdict.ALLOWED : Verdict.DENIED;
     }
 
+    /**
+     * The answer to a request for {@code what} ("Engine actions") that {@code authorization} does not allow, as
+     * {@code {"error": ...}}: 403 while no token is configured, 401 with the challenge for a wrong one; empty when allowed.
+     */
+    public Optional<Response> refusal(String authorization, String what, ObjectMapper mapper) {
+        return switch (check(authorization)) {
+            case NOT_CONFIGURED -> Optional.of(Response.status(Response.Status.FORBIDDEN).entity(mapper.createObjectNode()
+                    .put("error", what + " are off: set warden.api.token (WARDEN_API_TOKEN) or warden.api.token-file to enable"
+                            + " them.")).build());
+            case DENIED -> Optional.of(unauthorized(mapper.createObjectNode().put("error", "Send Authorization: Bearer"
+                    + " <warden.api.token>.")));
+            case ALLOWED -> Optional.empty();
+        };
+    }
+
     /** 401 with the challenge that tells a client how to answer it. */
     static Response unauthorized(ObjectNode body) {
         return Response.status(Response.Status.UNAUTHORIZED).entity(body).header(HttpHeaders.WWW_AUTHENTICATE, "Bearer").build();
     }
 
-    private Optional<String> expected() {
+    /** The token configured (warden.api.token, else the file warden.api.token-file names), if any. */
+    public Optional<String> expected() {
         Optional<String> token = config.api().token().map(String::strip).filter(t -> !t.isEmpty());
         if (token.isPresent()) {
             return token;

@@ -72,17 +72,9 @@ public class EngineResource {
     }
 
     private Response act(String authorization, Action action) {
-        switch (token.check(authorization)) {
-            case NOT_CONFIGURED -> {
-                return error(Response.Status.FORBIDDEN, "Engine actions are off: set warden.api.token (WARDEN_API_TOKEN)"
-                        + " or warden.api.token-file to enable them.");
-            }
-            case DENIED -> {
-                return ApiToken.unauthorized(mapper.createObjectNode().put("error", "Send Authorization: Bearer <warden.api.token>."));
-            }
-            case ALLOWED -> {
-                // go on
-            }
+        Optional<Response> refused = token.refusal(authorization, "Engine actions", mapper);
+        if (refused.isPresent()) {
+            return refused.get();
         }
         EngineDirs dirs = reaper.dirs();
         if (dirs.entries().isEmpty()) {

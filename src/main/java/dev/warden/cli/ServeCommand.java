@@ -8,6 +8,8 @@ import dev.warden.config.LilbeePaths;
 import dev.warden.config.Mode;
 import dev.warden.config.WardenConfig;
 import dev.warden.footprint.StartPages;
+import dev.warden.control.ControlSocket;
+import dev.warden.events.PodEvents;
 import dev.warden.gate.GateKeeper;
 import dev.warden.gate.GateTimings;
 import dev.warden.gate.LeaseElection;
@@ -95,6 +97,9 @@ public class ServeCommand implements Callable<Integer> {
     GateKeeper gate;
 
     @Inject
+    PodEvents events;
+
+    @Inject
     dev.warden.routing.RoleRouting roleRouting;
 
     @Inject
@@ -133,6 +138,9 @@ public class ServeCommand implements Callable<Integer> {
             Quarkus.asyncExit(ExitCodes.OK);
         });
     }
+
+    /** Where warden step-down reaches this warden, in gate mode. */
+    private ControlSocket control;
 
     @Override
     public Integer call() {
@@ -173,6 +181,14 @@ public class ServeCommand implements Callable<Integer> {
             spec.commandLine().getErr().println("warden: " + noLocking.get());
             return ExitCodes.USAGE;
         }
+        if (config.events().enabled()) {
+            try {
+                events.start(config.gate().role().pod(), config.gate().role().namespace(), System.getenv());
+            } catch (IllegalArgumentException | IllegalStateException e) {
+                spec.commandLine().getErr().println("warden: " + e.getMessage());
+                return ExitCodes.USAGE;
+            }
+        }
         if (chosen == Mode.GATE) {
             lilbee.scopeDir().ifPresent(scope -> LOG.warnf("In gate mode warden watches %s only: the scope lock in %s is"
                     + " lilbee's own, and a pod whose lilbee it refuses exits 3", lilbee.serverLock(), scope));
@@ -186,6 +202,7 @@ public class ServeCommand implements Callable<Integer> {
                 unsafe.forEach(problem -> spec.commandLine().getErr().println("warden: " + problem));
                 return ExitCodes.USAGE;
             }
+            gate.onEvent(events::record);
             if (config.gate().routing() == WardenConfig.Gate.Routing.ROLE) {
                 try {
                     roleRouting.start(config.gate().role(), System.getenv());
@@ -208,6 +225,7 @@ public class ServeCommand implements Callable<Integer> {
             }
             LOG.infof("warden gates lilbee serve for data dir %s through %s; probes and metrics on port %d, the API on"
                     + " port %d", lilbee.dataDir(), lilbee.gateLock(), managementPort, port);
+            control = controlSocket();
         } else {
             OptionalInt refused = hold(lilbee);
             if (refused.isPresent()) {
@@ -219,7 +237,20 @@ public class ServeCommand implements Callable<Integer> {
         }
         startPages.releaseLater();
         Quarkus.waitForExit();
+        if (control != null) {
+            control.close();
+        }
         return ExitCodes.OK;
+    }
+
+    /** The socket warden step-down asks through; without it (a warning says why) the gate runs on, and the API asks. */
+    private ControlSocket controlSocket() {
+        try {
+            return ControlSocket.open(config.gate().controlSocket(), gate);
+        } catch (IOException | RuntimeException e) {
+            LOG.warnf("warden step-down cannot reach this warden: %s", e.getMessage());
+            return null;
+        }
     }
 
     /**

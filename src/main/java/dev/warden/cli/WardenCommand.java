@@ -8,7 +8,8 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 
 @Command(name = "warden", mixinStandardHelpOptions = true, versionProvider = WardenCommand.Version.class,
-        subcommands = {ServeCommand.class, StatusCommand.class, ExecCommand.class, ReapCommand.class, EngineCommand.class},
+        subcommands = {ServeCommand.class, StatusCommand.class, ExecCommand.class, ReapCommand.class, EngineCommand.class,
+            StepDownCommand.class},
         description = {
             "A sidecar for lilbee and llama-swap on a shared volume: it holds lilbee's data-dir and scope"
                     + " locks with the same flock(2) locks lilbee takes, tells Kubernetes through its"
@@ -35,7 +36,7 @@ public class WardenCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        throw new CommandLine.ParameterException(spec.commandLine(), "Missing command: serve, status, exec, reap or engine.");
+        throw new CommandLine.ParameterException(spec.commandLine(), "Missing command: serve, status, exec, reap, engine or step-down.");
     }
 
     /** The version Quarkus was built with (the project's version). */

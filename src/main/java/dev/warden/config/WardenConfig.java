@@ -69,6 +69,19 @@ public interface WardenConfig {
 
     Api api();
 
+    Events events();
+
+    /** Kubernetes Events on warden's own pod. */
+    interface Events {
+        /**
+         * Whether warden records what its gate and reaper decide as Events on its own pod ({@code warden.gate.role.pod},
+         * else {@code $POD_NAME}; in {@code warden.gate.role.namespace}, else the service account's), through the service
+         * account mounted for it: its Role must allow create on events (the chart's does, with events.enabled).
+         */
+        @WithDefault("false")
+        boolean enabled();
+    }
+
     Http http();
 
     Lock lock();
@@ -107,6 +120,14 @@ public interface WardenConfig {
          */
         @WithDefault("10s")
         Duration handoverAfter();
+
+        /**
+         * Where {@code warden step-down} asks the serving warden of this container to hand the gate over: a Unix socket
+         * in a directory of warden's container alone (the chart's /tmp, an emptyDir no other container mounts), answered
+         * only to a peer of warden's own UID. Its directory is created if missing.
+         */
+        @WithDefault("/tmp/warden/control.sock")
+        java.nio.file.Path controlSocket();
 
         /**
          * How long a warden elected on a gate file it has not seen at the path for this long waits before its pod's
@@ -150,10 +171,10 @@ public interface WardenConfig {
             @WithDefault("warden.dev/role")
             String label();
 
-            /** warden's own pod's name. Unset: {@code $POD_NAME} (the downward API). */
+            /** warden's own pod's name, which the Events name too. Unset: {@code $POD_NAME} (the downward API). */
             Optional<String> pod();
 
-            /** warden's own pod's namespace. Unset: its service account's. */
+            /** warden's own pod's namespace, where the Events go too. Unset: its service account's. */
             Optional<String> namespace();
         }
 

@@ -36,6 +36,9 @@ import java.util.Optional;
  */
 public class GateDecision {
 
+    /** How long a warden that handed over holds back once nothing of its pod holds the gate: see {@link #holdBackUntil}. */
+    static final Duration HOLD_BACK_AFTER_STOP = Duration.ofSeconds(1);
+
     private final GateTimings timings;
 
     public GateDecision(GateTimings timings) {
@@ -128,6 +131,7 @@ public class GateDecision {
             actions.add(new GateAction.ReleaseGate());
         }
         Moment contendFrom = phase instanceof Standby standby ? standby.contendFrom() : seen.now();
+        contendFrom = holdBackUntil(contendFrom, seen);
         boolean yielding = seen.now().isBefore(contendFrom);
         if (!yielding && (seen.lease().isEmpty() || seen.lease().get().leading(seen.now()))) {
             actions.add(new GateAction.Contend());
@@ -135,7 +139,7 @@ public class GateDecision {
         Word stop = new Word.Stop("not elected: " + why);
         actions.add(new GateAction.Say(stop));
         String reason = (phase instanceof Elected ? "not elected any more: " : "standing by: ") + why
-                + (yielding ? "; contending again in " + contendFrom.since(seen.now()).toMillis() + " ms, after a handover" : "");
+                + (yielding ? "; holding back after a handover, so that a standby takes the gate" : "");
         return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd, contendFrom), actions, reason,
                 lilbee(Optional.empty(), seen, seen.now()), stop);
     }
@@ -150,6 +154,9 @@ public class GateDecision {
                     seen.server().atPath().orElseThrow()));
         } else if (lilbee.state() == LilbeeState.NONE) {
             proven = Optional.empty();
+        }
+        if (before != null && seen.stepDown().filter(asked -> !asked.isBefore(before.since())).isPresent()) {
+            return stepDown(before, watch, seen, lilbee, permitsBefore);
         }
         Moment since = before == null ? now : before.since();
         Optional<Moment> settleUntil = before == null ? settleAtElection(watch, seen, lilbee) : before.settleUntil();
@@ -289,6 +296,55 @@ public class GateDecision {
         return new Step(new Standby(watch, seen.now(), permitsEnd, contendFrom), actions, "this pod has not served for "
                 + unserved.toMillis() + " ms while elected and runs no lilbee: letting the gate go to a standby", Lilbee.NONE,
                 stop);
+    }
+
+    /**
+     * How long a warden that handed the gate over holds back from contending for it again: until {@code contendFrom}, or
+     * {@link #HOLD_BACK_AFTER_STOP} after its supervisor (connected) says no lilbee of it runs and it holds no permit,
+     * whichever comes first. Then nothing of this pod holds the gate any more, and a standby waiting for it in the kernel
+     * has had it within milliseconds; contending sooner could take it back from a standby about to be woken, later only
+     * keeps the gate from the next handover (a switchover back). Contending is always safe: the kernel decides.
+     */
+    static Moment holdBackUntil(Moment contendFrom, Observation seen) {
+        Observation.Supervisor supervisor = seen.supervisor();
+        Moment soon = seen.now().plus(HOLD_BACK_AFTER_STOP);
+        if (supervisor.connected() && supervisor.lilbee().isEmpty() && supervisor.permit().isEmpty() && soon.isBefore(contendFrom)) {
+            return soon;
+        }
+        return contendFrom;
+    }
+
+    /**
+     * Asked to step down while elected (a switchover, or this pod going away): lilbee is told to stop and the gate goes
+     * to a standby, this warden holding back from contending again ({@link #holdBackUntil}) so that a standby waiting
+     * for it takes it (with none, this pod does, and serves again). In file mode the gate lock is let go at once: lilbee
+     * holds it (its supervisor passed it on with the permit) until it is gone, so the kernel elects nobody sooner. In
+     * lease mode the Lease goes once the supervisor says its stop is done, or once no permit given can be used any more.
+     */
+    private Step stepDown(Elected before, Watch watch, Observation seen, Lilbee lilbee, Moment permitsEnd) {
+        if (!mayLetGoAtStepDown(seen, permitsEnd)) {
+            Word stop = new Word.Stop("stepping down, as asked: the Lease goes once lilbee has stopped");
+            return new Step(new Elected(watch, before.since(), before.settleUntil(), before.proven(), before.unservedSince(),
+                    permitsEnd), List.of(new GateAction.Say(stop)), "stepping down, as asked: stopping this pod's lilbee before"
+                            + " the Lease goes", lilbee, stop);
+        }
+        Moment now = seen.now();
+        Word stop = new Word.Stop("stepped down, as asked");
+        List<GateAction> actions = new ArrayList<>(List.of(new GateAction.Say(stop), new GateAction.ReleaseGate()));
+        if (seen.lease().isPresent()) {
+            actions.add(new GateAction.StepAside());
+        }
+        Moment contendFrom = now.plus(timings.handoverAfter());
+        return new Step(new Standby(watch, now, permitsEnd, contendFrom), actions, "stepped down, as asked: this pod's lilbee"
+                + " stops and the gate goes to a standby", lilbee, stop);
+    }
+
+    /**
+     * Whether a warden stepping down may let the gate go now: in file mode at once (lilbee keeps the gate lock until it
+     * is gone); in lease mode once its supervisor said its stop is done, or no permit given can be used any more.
+     */
+    boolean mayLetGoAtStepDown(Observation seen, Moment permitsEnd) {
+        return seen.lease().isEmpty() || seen.supervisor().stopDone() || !seen.now().isBefore(permitsEnd.plus(timings.overrun()));
     }
 
     private static String reason(boolean justElected, Word word, Lilbee lilbee, Observation seen) {

@@ -3,6 +3,7 @@ package dev.warden.gate;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
 import dev.warden.engine.ProcessTable;
+import dev.warden.events.PodEvent;
 import dev.warden.gate.GateAction.Word;
 import dev.warden.gate.GateDecision.Step;
 import dev.warden.hold.HoldSnapshot.Phase;
@@ -53,8 +54,11 @@ public class GateKeeper {
     private final KeeperLoop loop;
     private final AtomicReference<GateSnapshot> published = new AtomicReference<>(GateSnapshot.notStarted());
     private final List<Consumer<LilbeePaths>> startListeners = new CopyOnWriteArrayList<>();
+    private final List<Consumer<PodEvent>> eventListeners = new CopyOnWriteArrayList<>();
     /** Lease mode's election, null in file mode; set before the keeper runs, read by the liveness probe too. */
     private volatile GateElection lease;
+    /** When this warden was last asked to step down, by its API or CLI (any thread) or its supervisor. */
+    private final AtomicReference<Moment> stepDownAsked = new AtomicReference<>();
     /** Confined to the keeper thread once it runs (handed over by Thread.start). */
     private Round round;
 
@@ -99,6 +103,10 @@ public class GateKeeper {
         public void hearSupervisor() {
             lilbeeSwitch.poll(now());
             lilbeeSwitch.takeOfferedGate().ifPresent(gate::adopt);
+            if (lilbeeSwitch.takeStepDown()) {
+                LOG.info("lilbee's supervisor was told to stop (its pod or its container is going away): stepping down");
+                askStepDown(now());
+            }
         }
 
         @Override
@@ -139,6 +147,16 @@ public class GateKeeper {
         @Override
         public Optional<Moment> supervisorPermit() {
             return lilbeeSwitch.report().flatMap(LilbeeSwitch.Report::permit);
+        }
+
+        @Override
+        public boolean supervisorStopDone() {
+            return lilbeeSwitch.stopDone();
+        }
+
+        @Override
+        public Optional<Moment> stepDownAsked() {
+            return Optional.ofNullable(stepDownAsked.get());
         }
 
         @Override
@@ -229,6 +247,11 @@ public class GateKeeper {
         loop.start(() -> turn(mine), () -> mine.gate.pending(), () -> finish(mine));
     }
 
+    /** {@code listener} hears the Events each round makes (GateEvents), on the keeper's thread: it must not wait. */
+    public void onEvent(Consumer<PodEvent> listener) {
+        eventListeners.add(listener);
+    }
+
     /** Calls {@code listener} with the paths watched when gate mode starts, so the metrics have gate series only in gate mode. */
     public void onStart(Consumer<LilbeePaths> listener) {
         startListeners.add(listener);
@@ -249,6 +272,50 @@ public class GateKeeper {
 
     void onShutdown(@Observes ShutdownEvent event) {
         stop();
+    }
+
+    /** What a step-down request came to. */
+    public sealed interface StepDown {
+
+        /** This warden no longer serves: its lilbee stops and the gate goes to a standby. */
+        record SteppedDown(String reason) implements StepDown {
+        }
+
+        /** Asked, and not done within the wait (lease mode: the Lease goes once lilbee has stopped). */
+        record Stepping(String reason) implements StepDown {
+        }
+
+        /** This warden is not elected: there is nothing to hand over. */
+        record NotElected(String reason) implements StepDown {
+        }
+    }
+
+    /**
+     * Hands the gate to a standby on purpose (a switchover): if this warden is elected, its lilbee is told to stop and
+     * the gate goes (GateDecision's step-down), and this waits up to {@code wait} until it no longer is.
+     */
+    public StepDown stepDown(Duration wait) throws InterruptedException {
+        GateSnapshot before = snapshot();
+        if (!(before.gate() instanceof GateState.Elected)) {
+            return new StepDown.NotElected(before.note().orElse("the gate keeper has not started"));
+        }
+        Moment asked = edges.clock().now();
+        askStepDown(asked);
+        Moment deadline = asked.plus(wait);
+        while (true) {
+            GateSnapshot now = snapshot();
+            if (!(now.gate() instanceof GateState.Elected)) {
+                return new StepDown.SteppedDown(now.note().orElse("stepped down"));
+            }
+            if (!edges.clock().now().isBefore(deadline)) {
+                return new StepDown.Stepping(now.note().orElse("stepping down"));
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    private void askStepDown(Moment at) {
+        stepDownAsked.accumulateAndGet(at, (last, asked) -> last == null || last.isBefore(asked) ? asked : last);
     }
 
     public GateSnapshot snapshot() {
@@ -279,6 +346,9 @@ public class GateKeeper {
         GateRound.Result result = rounds.turn(r, r.phase);
         Step step = result.step();
         r.phase = step.phase();
+        for (PodEvent event : GateEvents.between(Optional.ofNullable(r.last), step)) {
+            eventListeners.forEach(listener -> listener.accept(event));
+        }
         if (r.last == null || !r.last.reason().equals(step.reason())) {
             if (step.word() instanceof Word.Stop && step.lilbee().state() != GateDecision.LilbeeState.NONE
                     || step.reason().startsWith("not elected any more")) {

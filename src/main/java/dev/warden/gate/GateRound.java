@@ -62,8 +62,8 @@ public final class GateRound {
         boolean lilbeeOnIt = lilbee.isPresent() && serverAtPath.isPresent() && lilbee.get().holds().contains(serverAtPath.get());
         Observation.Server server = holdsGate && !lilbeeOnIt ? world.probeServer(serverAtPath)
                 : Observation.Server.unlooked(serverAtPath);
-        return new Observation(now, gate, lease, world.gateAtPath(), server,
-                new Observation.Supervisor(world.supervisorConnected(), lilbee, world.supervisorPermit()));
+        return new Observation(now, gate, lease, world.gateAtPath(), server, new Observation.Supervisor(world.supervisorConnected(),
+                lilbee, world.supervisorPermit(), world.supervisorStopDone()), world.stepDownAsked());
     }
 
     static void act(GateWorld world, Step step) {

@@ -39,6 +39,12 @@ public interface GateWorld {
     /** The end of the permit the supervisor last reported holding, if it holds one. */
     Optional<Moment> supervisorPermit();
 
+    /** Whether the supervisor answered the last stop said as done (no lilbee, no permit, every word before it heard). */
+    boolean supervisorStopDone();
+
+    /** When this warden was last asked to step down, if ever. */
+    Optional<Moment> stepDownAsked();
+
     /** The lilbee the supervisor last reported running, if that process is alive and the instance it named. */
     Optional<Reported> reportedLilbee();
 

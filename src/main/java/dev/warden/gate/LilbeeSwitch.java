@@ -26,8 +26,10 @@ import org.jboss.logging.Logger;
  * ({@code stop <n> <reason>}, answered {@code stopped <n>} once done); it reports the lilbee it runs
  * ({@code lilbee <pid> <start ticks> <launched>} or {@code lilbee none}) and the end of the permit it holds
  * ({@code permit <until>}, 0 for none) and the lilbee it has prepared, its modules loaded, for a permit to start
- * in ({@code warm <pid>} or {@code warm none}: a supervisor of an earlier version says nothing of it), says {@code exiting} last when it exits with its lilbee gone, and, to a warden
- * restarted beside a running lilbee, gives the gate lock back ({@code gate}, with the descriptor). The socket is warden's
+ * in ({@code warm <pid>} or {@code warm none}: a supervisor of an earlier version says nothing of it), asks warden to
+ * step down when it is SIGTERMed ({@code step-down}: its pod, or its container, is going away), says {@code exiting}
+ * last when it exits with its lilbee gone, and, to a warden restarted beside a running lilbee, gives the gate lock back
+ * ({@code gate}, with the descriptor). The socket is warden's
  * UID's alone (mode 0600), and a peer of another UID is not listened to.
  *
  * <p>Everything here is non-blocking and runs on the gate keeper's thread, once a round; what a supervisor sends is
@@ -59,6 +61,8 @@ public final class LilbeeSwitch implements AutoCloseable {
     private String lastKind = "";
     /** Whether the last supervisor to leave said {@code exiting} first (it left no lilbee behind). */
     private boolean lastLeftExiting;
+    /** A supervisor said {@code step-down} since the last {@link #takeStepDown()}. */
+    private boolean stepDownHeard;
 
     /**
      * What the supervisor last reported: the lilbee it runs, if any, the end of the permit it holds, if any, and the pid
@@ -161,6 +165,13 @@ public final class LilbeeSwitch implements AutoCloseable {
         }
         List<Connection> greeted = connections.stream().filter(c -> c.greeted).toList();
         return greeted.isEmpty() ? lastLeftExiting : greeted.stream().allMatch(c -> c.exiting || c.stopped == stopNumber);
+    }
+
+    /** Whether a supervisor asked warden to step down since the last call (each request is taken once). */
+    public boolean takeStepDown() {
+        boolean heard = stepDownHeard;
+        stepDownHeard = false;
+        return heard;
     }
 
     /** The newest supervisor's last report. */
@@ -320,6 +331,7 @@ public final class LilbeeSwitch implements AutoCloseable {
                     }
                 }
                 case "exiting" -> connection.exiting = true;
+                case "step-down" -> stepDownHeard |= connection.greeted;
                 case "gate" -> {
                     if (connection.greeted && !fds.isEmpty()) {
                         if (offeredGate >= 0) {

@@ -11,9 +11,16 @@ import java.util.Set;
  * what this pod's lilbee supervisor reports, checked against the process table.
  *
  * @param gateAtPath the gate file at its path now (device and inode), empty when there is none
+ * @param stepDown when this warden was last asked to step down (its API, its CLI, or its supervisor on SIGTERM), if
+ *     ever: an election since then is not affected
  */
 public record Observation(Moment now, Gate gate, Optional<Lease> lease, Optional<FileId> gateAtPath, Server server,
-        Supervisor supervisor) {
+        Supervisor supervisor, Optional<Moment> stepDown) {
+
+    public Observation(Moment now, Gate gate, Optional<Lease> lease, Optional<FileId> gateAtPath, Server server,
+            Supervisor supervisor) {
+        this(now, gate, lease, gateAtPath, server, supervisor, Optional.empty());
+    }
 
     /** What this warden holds of the gate lock. */
     public sealed interface Gate {
@@ -66,8 +73,14 @@ public record Observation(Moment now, Gate gate, Optional<Lease> lease, Optional
      * @param connected whether a supervisor is connected and believed now
      * @param lilbee the lilbee it runs, when that process is alive and is the instance it named
      * @param permit the end of the permit it holds, when it holds one (given by this warden or by its previous run)
+     * @param stopDone whether it answered the last stop said as done, every word said before it heard: no lilbee runs
+     *     and it holds no permit
      */
-    public record Supervisor(boolean connected, Optional<Lilbee> lilbee, Optional<Moment> permit) {
+    public record Supervisor(boolean connected, Optional<Lilbee> lilbee, Optional<Moment> permit, boolean stopDone) {
+
+        public Supervisor(boolean connected, Optional<Lilbee> lilbee, Optional<Moment> permit) {
+            this(connected, lilbee, permit, false);
+        }
 
         public Supervisor(boolean connected, Optional<Lilbee> lilbee) {
             this(connected, lilbee, Optional.empty());

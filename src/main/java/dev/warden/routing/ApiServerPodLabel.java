@@ -1,16 +1,9 @@
 package dev.warden.routing;
 
-import dev.warden.gate.KubernetesAccess;
-import io.fabric8.kubernetes.client.Config;
-import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
-import io.fabric8.kubernetes.client.http.HttpRequest;
-import io.fabric8.kubernetes.client.http.HttpResponse;
-import io.fabric8.kubernetes.client.jdkhttp.JdkHttpClientFactory;
+import dev.warden.gate.OwnPod;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 
 /**
@@ -22,20 +15,13 @@ public final class ApiServerPodLabel implements PodLabel, AutoCloseable {
 
     /** A label key as Kubernetes takes one: an optional DNS prefix and a name. */
     private static final Pattern KEY = Pattern.compile("([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?");
-    private static final Pattern NAME = Pattern.compile("[a-z0-9]([-a-z0-9.]*[a-z0-9])?");
 
-    private final KubernetesClient client;
+    private final OwnPod pod;
     private final String key;
-    private final String namespace;
-    private final String pod;
-    private final Duration timeout;
 
-    private ApiServerPodLabel(KubernetesClient client, String key, String namespace, String pod, Duration timeout) {
-        this.client = client;
-        this.key = key;
-        this.namespace = namespace;
+    private ApiServerPodLabel(OwnPod pod, String key) {
         this.pod = pod;
-        this.timeout = timeout;
+        this.key = key;
     }
 
     /**
@@ -48,43 +34,26 @@ public final class ApiServerPodLabel implements PodLabel, AutoCloseable {
         if (!KEY.matcher(key).matches() || key.length() > 316) {
             throw new IllegalArgumentException("warden.gate.role.label " + key + " is not a Kubernetes label key");
         }
-        String name = pod.or(() -> Optional.ofNullable(env.get("POD_NAME"))).map(String::strip).filter(n -> !n.isEmpty())
-                .orElseThrow(() -> new IllegalArgumentException("role routing labels this pod, but warden does not know its"
-                        + " name: set POD_NAME from the downward API (fieldRef metadata.name; the chart does) or"
-                        + " warden.gate.role.pod"));
-        if (!NAME.matcher(name).matches()) {
-            throw new IllegalArgumentException("the pod name " + name + " is not a Kubernetes name");
-        }
-        Config config = KubernetesAccess.config(env, KubernetesAccess.SERVICE_ACCOUNT);
-        config.setRequestTimeout((int) timeout.toMillis());
-        config.setConnectionTimeout((int) timeout.toMillis());
-        config.setRequestRetryBackoffLimit(0);
-        String in = namespace.or(() -> Optional.ofNullable(config.getNamespace())).orElse("default");
-        KubernetesClient client = new KubernetesClientBuilder().withConfig(config).withHttpClientFactory(new JdkHttpClientFactory())
-                .build();
-        return new ApiServerPodLabel(client, key, in, name, timeout);
+        return new ApiServerPodLabel(OwnPod.connect(pod, namespace, env, timeout, "role routing labels this pod"), key);
     }
 
     @Override
     public String pod() {
-        return namespace + "/" + pod;
+        return pod.describe();
     }
 
     @Override
     public void set(String value) throws Exception {
         String patch = "{\"metadata\":{\"labels\":{\"" + key + "\":\"" + value + "\"}}}";
-        HttpRequest request = client.getHttpClient().newHttpRequestBuilder()
-                .uri(client.getMasterUrl().toString().replaceAll("/*$", "") + "/api/v1/namespaces/" + namespace + "/pods/" + pod)
-                .method("PATCH", "application/merge-patch+json", patch).build();
-        HttpResponse<String> response = client.getHttpClient().sendAsync(request, String.class)
-                .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        if (response.code() / 100 != 2) {
-            String why = switch (response.code()) {
+        int code = pod.send("PATCH", "/api/v1/namespaces/" + pod.namespace() + "/pods/" + pod.name(),
+                "application/merge-patch+json", patch);
+        if (code / 100 != 2) {
+            String why = switch (code) {
                 case 401 -> "the API server does not take warden's token";
-                case 403 -> "warden's service account may not patch pods in " + namespace
+                case 403 -> "warden's service account may not patch pods in " + pod.namespace()
                         + ": role routing needs a Role allowing get and patch on pods (the chart's, with gate.routing role)";
-                case 404 -> "there is no pod " + pod + " in " + namespace + ": POD_NAME must name warden's own pod";
-                default -> "the API server answered " + response.code();
+                case 404 -> "there is no pod " + pod.name() + " in " + pod.namespace() + ": POD_NAME must name warden's own pod";
+                default -> "the API server answered " + code;
             };
             throw new IllegalStateException("cannot label pod " + pod() + " " + key + "=" + value + ": " + why);
         }
@@ -92,6 +61,6 @@ public final class ApiServerPodLabel implements PodLabel, AutoCloseable {
 
     @Override
     public void close() {
-        client.close();
+        pod.close();
     }
 }

@@ -41,7 +41,7 @@ class AlertRulesInteropIT {
     /** The spec of the PrometheusRule the real helm renders for release w in {@code namespace}. */
     static JsonNode spec(String namespace) throws IOException, InterruptedException {
         String rendered = Command.ok("", List.of(InteropTools.path("helm"), "template", "w", "helm/warden", "--namespace",
-                namespace, "--set", "alerts.enabled=true"));
+                namespace, "--set", "alerts.enabled=true", "--kube-version", PodChecks.KUBE_VERSION));
         return PodChecks.kind(PodChecks.objects(rendered), "PrometheusRule").path("spec");
     }
 

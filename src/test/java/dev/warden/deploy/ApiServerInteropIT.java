@@ -70,7 +70,7 @@ class ApiServerInteropIT {
         String namespace = "helm-" + name;
         plane.restrictedNamespace(namespace);
         String rendered = KubernetesTypesInteropIT.accepted("", KubernetesTypesInteropIT.tool("helm"), "template", "w-" + name,
-                CHART.toString(), "-f", values.toString(), "--namespace", namespace).output();
+                CHART.toString(), "-f", values.toString(), "--namespace", namespace, "--kube-version", PodChecks.KUBE_VERSION).output();
         PodChecks.assertEveryConfigMapIsMounted(PodChecks.objects(rendered));
         assertAdmittedWithPods(namespace, rendered);
     }

@@ -35,7 +35,7 @@ class HelmChartTest {
 
     private static List<JsonNode> render(Path... values) throws IOException {
         // In namespace "default", as the real helm renders without --namespace (helm-java would leave it empty).
-        var template = new Helm(CHART).template().withName("lib").withNamespace("default");
+        var template = new Helm(CHART).template().withName("lib").withNamespace("default").withKubeVersion(PodChecks.KUBE_VERSION);
         for (Path file : values) {
             template = template.withValuesFile(file);
         }
@@ -44,6 +44,32 @@ class HelmChartTest {
 
     private static JsonNode kind(List<JsonNode> objects, String kind) {
         return PodChecks.kind(objects, kind);
+    }
+
+    private static JsonNode named(List<JsonNode> objects, String kind, String name) {
+        return objects.stream().filter(o -> o.path("kind").asText().equals(kind) && o.at("/metadata/name").asText().equals(name))
+                .findFirst().orElse(com.fasterxml.jackson.databind.node.MissingNode.getInstance());
+    }
+
+    /**
+     * Events on warden's own pod, in any mode: a Role that may create events and nothing more, bound to warden's
+     * ServiceAccount, whose token warden's container alone mounts, with the pod's name and UID from the downward API.
+     * Turned off, hold mode talks to no API server at all.
+     */
+    @Test
+    void eventsAreCreatedOnlyAndTurnedOffLeaveHoldModeWithoutAnIdentity(@TempDir Path dir) throws IOException {
+        List<JsonNode> objects = render(CHART.resolve("ci/default-values.yaml"));
+        assertEquals("[{\"apiGroups\":[\"\"],\"resources\":[\"events\"],\"verbs\":[\"create\"]}]",
+                named(objects, "Role", "lib-warden-events").path("rules").toString());
+        assertEquals("lib-warden-gate", named(objects, "RoleBinding", "lib-warden-events").at("/subjects/0/name").asText());
+        JsonNode pod = kind(objects, "Deployment").at("/spec/template/spec");
+        String env = container(pod, "initContainers", "warden").path("env").toString();
+        assertTrue(env.contains("{\"name\":\"WARDEN_EVENTS_ENABLED\",\"value\":\"true\"}"), env);
+        assertTrue(env.contains("\"fieldPath\":\"metadata.uid\""), "the Events name the pod's UID: " + env);
+        Path off = Files.writeString(dir.resolve("off.yaml"), "events: {enabled: false}\n");
+        List<JsonNode> quiet = render(CHART.resolve("ci/default-values.yaml"), off);
+        assertTrue(kind(quiet, "ServiceAccount").isMissingNode() && kind(quiet, "Role").isMissingNode(), "no identity at all");
+        assertFalse(kind(quiet, "Deployment").toString().contains("WARDEN_EVENTS_ENABLED"));
     }
 
     private static JsonNode container(JsonNode podSpec, String list, String name) {
@@ -100,7 +126,8 @@ class HelmChartTest {
         assertEquals("lib-warden-gate", lease.at("/metadata/name").asText());
         assertEquals("{\"leaseDurationSeconds\":15}", lease.path("spec").toString(), "held by no one; the duration fabric8 needs to read it");
         assertEquals("lib-warden-gate", kind(objects, "RoleBinding").at("/subjects/0/name").asText());
-        assertTrue(kind(render(CHART.resolve("ci/gate-values.yaml")), "Role").isMissingNode(), "no Role in file mode");
+        assertTrue(named(render(CHART.resolve("ci/gate-values.yaml")), "Role", "lib-warden-gate").isMissingNode(),
+                "no Lease's Role in file mode");
         assertTrue(kind(render(CHART.resolve("ci/gate-values.yaml")), "Lease").isMissingNode(), "no Lease in file mode");
     }
 
@@ -253,20 +280,72 @@ class HelmChartTest {
         assertEquals("lib-warden-gate", pod.path("serviceAccountName").asText());
         assertTrue(warden.path("volumeMounts").toString().contains("/var/run/secrets/kubernetes.io/serviceaccount"));
         assertFalse(lilbee.path("volumeMounts").toString().contains("serviceaccount"), "the token is warden's alone");
-        List<JsonNode> roles = objects.stream().filter(o -> o.path("kind").asText().equals("Role")).toList();
-        assertEquals(1, roles.size(), "one Role, and no Lease's in file mode: " + roles);
+        List<JsonNode> roles = objects.stream().filter(o -> o.path("kind").asText().equals("Role"))
+                .filter(o -> !o.at("/metadata/name").asText().endsWith("-events")).toList();
+        assertEquals(1, roles.size(), "the pods' Role, and no Lease's in file mode: " + roles);
         assertEquals("[{\"apiGroups\":[\"\"],\"resources\":[\"pods\"],\"verbs\":[\"get\",\"patch\"]}]",
                 roles.getFirst().path("rules").toString());
         assertTrue(roles.getFirst().at("/metadata/namespace").isMissingNode(), "in the pods' namespace");
         assertTrue(kind(objects, "Lease").isMissingNode());
         Path leased = Files.writeString(dir.resolve("values.yaml"), "gate: {election: lease, lease: {namespace: elsewhere}}\n");
         List<JsonNode> both = render(CHART.resolve("ci/gate-role-values.yaml"), leased);
-        assertEquals(List.of("elsewhere", ""), both.stream().filter(o -> o.path("kind").asText().equals("Role"))
-                .map(o -> o.at("/metadata/namespace").asText()).toList(), "the Lease's Role where the Lease is, the pods' beside them");
+        assertEquals(List.of("elsewhere", "", ""), both.stream().filter(o -> o.path("kind").asText().equals("Role"))
+                .map(o -> o.at("/metadata/namespace").asText()).toList(), "the Lease's Role where the Lease is, the pods' and the Events' beside them");
         JsonNode readiness = render(CHART.resolve("ci/gate-values.yaml")).stream()
                 .filter(o -> o.path("kind").asText().equals("Deployment")).findFirst().orElseThrow().at("/spec/template/spec");
         assertEquals("/q/health/ready", container(readiness, "initContainers", "warden").at("/readinessProbe/httpGet/path").asText());
         assertTrue(kind(render(CHART.resolve("ci/gate-values.yaml")), "Service").at("/spec/selector").toString().indexOf("role") < 0);
+        assertTrue(kind(render(CHART.resolve("ci/gate-values.yaml")), "PodDisruptionBudget").isMissingNode(),
+                "no budget where a standby is never Ready: it would block draining the serving pod's node");
+        assertEquals(1, kind(objects, "PodDisruptionBudget").at("/spec/maxUnavailable").asInt());
+    }
+
+    /**
+     * What people expect of a chart: names overridden, images from a registry and pinned by digest, labels on the pods
+     * (not in the selector), topology spread, and a cluster older than the native sidecar refused.
+     */
+    @Test
+    void namesImagesPodLabelsAndSpreadAreTheUsersToSet(@TempDir Path dir) throws IOException {
+        String digest = "sha256:" + "a".repeat(64);
+        Path values = Files.writeString(dir.resolve("values.yaml"), """
+                fullnameOverride: lib-ai
+                mode: gate
+                image: {registry: registry.example/team, digest: %1$s}
+                lilbee: {image: {registry: registry.example/team, digest: %1$s}}
+                podLabels: {team: ai}
+                topologySpreadConstraints:
+                  - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway,
+                     labelSelector: {matchLabels: {app.kubernetes.io/name: warden}}}
+                """.formatted(digest));
+        List<JsonNode> objects = render(values);
+        JsonNode deployment = kind(objects, "Deployment");
+        assertEquals("lib-ai", deployment.at("/metadata/name").asText());
+        JsonNode pod = deployment.at("/spec/template/spec");
+        assertEquals("registry.example/team/warden:0.1.0@" + digest, container(pod, "initContainers", "warden").path("image").asText());
+        assertEquals("registry.example/team/lilbee:0.6.90b449@" + digest, container(pod, "containers", "lilbee").path("image").asText());
+        assertEquals("ai", deployment.at("/spec/template/metadata/labels/team").asText());
+        assertFalse(deployment.at("/spec/selector").toString().contains("team"), "never in the selector");
+        assertEquals("kubernetes.io/hostname", pod.at("/topologySpreadConstraints/0/topologyKey").asText());
+        Path renamed = Files.writeString(dir.resolve("renamed.yaml"), "nameOverride: keeper\n");
+        assertEquals("lib-keeper", kind(render(renamed), "Deployment").at("/metadata/name").asText());
+        Exception old = assertThrows(Exception.class, () -> new Helm(CHART).template().withName("lib").withKubeVersion("1.28.9").call());
+        assertTrue(old.getMessage().contains("kubeVersion"), old.getMessage());
+    }
+
+    /** gate.routing auto, the default: role with standbys, readiness (and no API access) for a single pod. */
+    @Test
+    void theDefaultRoutesByRoleWithStandbysAndByReadinessForOnePod(@TempDir Path dir) throws IOException {
+        Path two = Files.writeString(dir.resolve("two.yaml"), """
+                mode: gate
+                replicas: 2
+                storage: {existingClaim: shared, accessModes: [ReadWriteMany]}
+                """);
+        assertEquals("primary", kind(render(two), "Service").at("/spec/selector/warden.dev~1role").asText());
+        Path one = Files.writeString(dir.resolve("one.yaml"), "mode: gate\n");
+        List<JsonNode> single = render(one);
+        assertTrue(kind(single, "Service").at("/spec/selector").toString().indexOf("role") < 0);
+        assertTrue(named(single, "Role", "lib-warden-role").isMissingNode(), "no pods to patch for one pod");
+        assertTrue(kind(single, "PodDisruptionBudget").isMissingNode());
     }
 
     @Test

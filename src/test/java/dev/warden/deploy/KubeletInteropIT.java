@@ -2,6 +2,7 @@ package dev.warden.deploy;
 
 import static dev.warden.testing.ClusterRelease.status;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.testing.Await;
@@ -22,6 +23,7 @@ import org.junit.jupiter.api.TestMethodOrder;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -31,7 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
  * namespace PodSecurity holds to {@code restricted}; at every event the API server sends, at most one pod
  * Ready and at most one ready endpoint; the standby's llama-swap, or its lilbee, never started; failover when the
  * serving pod is deleted, when its warden is SIGKILLed or stalled, when its node is lost; {@code helm upgrade}
- * rolling to new pods; {@code kubectl drain} of the serving node failing over; {@code helm test}. Each time
+ * rolling to new pods; {@code kubectl drain} of the serving node failing over; {@code helm test}; gate mode routed by
+ * role, healthy to the everyday tools (helm's wait, {@code kubectl rollout status}, kstatus) with one endpoint throughout. Each time
  * is printed ({@code KUBELET ...}); docs/BENCHMARKS.md's figure 11 is KubeletFailoverBench's, over many rounds.
  * Runs with {@code -Pinterop -Dinterop.control-plane=DIR -Dinterop.node-images=DIR -Dinterop.helm=HELM}; with
  * {@code -Dinterop.warden-flavour=native} the chart runs the native image ({@code image.flavour=native}).
@@ -40,6 +43,10 @@ import org.junit.jupiter.api.io.TempDir;
 class KubeletInteropIT {
 
     private static final String NODE1 = ClusterRelease.NODE1;
+    /** Role routing: the serving pod deleted or force-deleted, in turn, this many times. */
+    private static final int FAILOVERS = Integer.getInteger("warden.kubelet.failovers", 20);
+    /** Role routing: then this many switchovers, warden step-down in the serving pod. */
+    private static final int SWITCHOVERS = 5;
 
     private static KubeletCluster cluster;
     private static String helm;
@@ -136,7 +143,65 @@ class KubeletInteropIT {
                     () -> "the kubelet restarted lilbee: " + release.restartsOf(keptDown, "lilbee"));
             release.helmTest();
             release.noOverlap();
+            // Routed by readiness, a standby is never Ready: the everyday tools call the release unhealthy (docs/deploying.md).
+            Command.Run tools = release.everydayTools(Duration.ofSeconds(1));
+            assertNotEquals(0, tools.exitCode(), tools.output());
+            assertTrue(tools.output().contains("Deployment/" + ClusterRelease.FULLNAME + ": InProgress"), tools.output());
         }
+    }
+
+    /**
+     * Routed by role: helm's wait returns once both pods are Ready (the chart's maxUnavailable 0 asks for every replica),
+     * kubectl rollout status and kstatus call the release healthy, and through 20 failovers ({@code -Dwarden.kubelet.failovers}), the serving
+     * pod deleted (its supervisor, SIGTERMed, asks its warden to step down: labelled standby before lilbee stops) or
+     * force-deleted (gone at once), {@value #SWITCHOVERS} switchovers ({@code warden step-down}) and an upgrade, the
+     * Service never had two ready endpoints, nor two pods Ready and labelled primary.
+     */
+    @Test
+    @Order(3)
+    void gateModeRoutedByRoleIsHealthyToEverydayToolsWithOneEndpointThroughFailoversAndSwitchovers() throws Exception {
+        try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "gate-role", ClusterRelease.GATE_ROLE, NODE1)) {
+            report("gate (role): helm install --wait to the first pod serving", release.installed());
+            release.oneServingAndTheStandbysLilbeeNeverStarted();
+            healthy(release);
+            List<Duration> deleted = new ArrayList<>();
+            List<Duration> forced = new ArrayList<>();
+            for (int round = 0; round < FAILOVERS; round++) {
+                if (round % 2 == 0) {
+                    deleted.add(release.failover("delete", release::delete));
+                } else {
+                    forced.add(release.failover("force-delete", release::forceDelete));
+                }
+            }
+            // Each round's standby is the pod the round before made: elected before it has watched the gate file for a settle
+            // (10 s), it waits out the rest first (a gate file new to it may have been replaced under another pod's lilbee).
+            report("gate (role), delete of the serving pod (a standby of seconds), median of " + deleted.size(), median(deleted));
+            report("gate (role), force-delete of the serving pod (a standby of seconds), median of " + forced.size(), median(forced));
+            // Switchovers: the serving pod hands over on purpose and stands by again, warm.
+            List<Duration> switched = new ArrayList<>();
+            for (int round = 0; round < SWITCHOVERS; round++) {
+                switched.add(release.failover("warden step-down", release::stepDown));
+            }
+            report("gate (role), warden step-down to the standby serving, median of " + switched.size(), median(switched));
+            // What happened, as Events on the pods (the chart's Role lets warden create them, nothing more).
+            Await.until("warden's Events", Duration.ofSeconds(30),
+                    () -> release.wardenEvents().containsAll(Set.of("Elected", "Serving", "SteppedDown")));
+            release.oneServingAndTheStandbysLilbeeNeverStarted();
+            report("gate (role), helm upgrade --wait to a new pod serving", release.upgradeRollsToNewPods());
+            healthy(release);
+            release.helmTest();
+            release.noOverlap();
+        }
+    }
+
+    private static void healthy(ClusterRelease release) throws Exception {
+        Command.Run tools = release.everydayTools(Duration.ofSeconds(60));
+        System.out.println(tools.output());
+        assertEquals(0, tools.exitCode(), tools.output());
+    }
+
+    private static Duration median(List<Duration> took) {
+        return took.stream().sorted().toList().get(took.size() / 2);
     }
 
     /**
@@ -145,7 +210,7 @@ class KubeletInteropIT {
      * serve; the chart's WardenSplitBrain expression, evaluated by promtool over the two pods' real metrics, says so.
      */
     @Test
-    @Order(3)
+    @Order(4)
     void theFileElectionAcrossTwoIsolatedNodesIsASplitBrainThatTheAlertCounts(@TempDir Path dir) throws Exception {
         Path spread = Files.writeString(dir.resolve("spread.yaml"), """
                 affinity:
@@ -157,9 +222,9 @@ class KubeletInteropIT {
         List<String> values = new ArrayList<>(ClusterRelease.GATE);
         values.addAll(List.of("-f", spread.toString()));
         try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "split", values, null)) {
-            Await.until("both pods serve", Duration.ofMinutes(3), () -> release.watch().ready().size() == 2);
+            Await.until("both pods serve", Duration.ofMinutes(3), () -> release.watch().serving().size() == 2);
             Map<String, String> scrapes = new TreeMap<>();
-            for (String pod : release.watch().ready()) {
+            for (String pod : release.watch().serving()) {
                 scrapes.put(pod, release.metrics(pod));
             }
             String dataDir = "/var/lib/lilbee/data";
@@ -171,7 +236,7 @@ class KubeletInteropIT {
     }
 
     @Test
-    @Order(4)
+    @Order(5)
     void gateModeWithALeaseAcrossTwoNodesFailsOverOnDrainAndOnNodeLoss() throws Exception {
         try (ClusterRelease release = ClusterRelease.helm(cluster, helm, "gate-lease", ClusterRelease.GATE_LEASE, null)) {
             report("gate (Lease): helm install to the first pod Ready", release.installed());

@@ -59,7 +59,7 @@ class KustomizeTest {
             // The supervisor's command and probes are the chart's, word for word (the chart renders them; the overlay
             // spells them, and runs the supervisor the reference image ships where the chart mounts its own).
             JsonNode chart = PodChecks.container(PodChecks.kind(PodChecks.objects(new com.marcnuri.helm.Helm(Path.of("helm", "warden"))
-                    .template().withName("lib").withValuesFile(Path.of("helm", "warden", "ci", "gate-values.yaml")).call()),
+                    .template().withName("lib").withKubeVersion(PodChecks.KUBE_VERSION).withValuesFile(Path.of("helm", "warden", "ci", "gate-values.yaml")).call()),
                     "Deployment").at("/spec/template/spec"), "containers", "lilbee");
             JsonNode lilbee = PodChecks.container(pod, "containers", "lilbee");
             assertEquals(chart.path("command"), lilbee.path("command"));

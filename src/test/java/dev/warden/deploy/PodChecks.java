@@ -13,9 +13,11 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** What every rendered engine pod must get right (PROTOCOL.md section 6), for the chart and the manifests alike. */
-final class PodChecks {
+public final class PodChecks {
 
     private static final YAMLMapper YAML = new YAMLMapper();
+    /** The Kubernetes version renderings are for (the chart's kubeVersion asks 1.29 or later): the interop cluster's. */
+    public static final String KUBE_VERSION = "1.37.2";
 
     private PodChecks() {
     }

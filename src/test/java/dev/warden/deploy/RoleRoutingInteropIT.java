@@ -35,7 +35,8 @@ import org.junit.jupiter.api.io.TempDir;
  * (no kubelet here); a warden runs here as each pod ({@code warden.gate.role.pod}) with the token of the chart's
  * ServiceAccount, so its Role is what allows the label. A watch of the pods records every change of the label, in the
  * API server's order: the serving warden's pod is primary, the other standby, never two primaries; stopped with
- * SIGTERM, the serving warden labels its pod standby before the other is labelled primary.
+ * SIGTERM, the serving warden labels its pod standby before the other is labelled primary. Each records Events on its
+ * own pod (elected, serving) with the chart's Role for them.
  */
 class RoleRoutingInteropIT {
 
@@ -75,6 +76,12 @@ class RoleRoutingInteropIT {
         }
     }
 
+    /** The reasons of the Events warden recorded on {@code pod}, as kubectl lists them. */
+    private static String events(String pod) {
+        return plane.poll("-n", NAMESPACE, "get", "events", "--field-selector", "involvedObject.name=" + pod,
+                "-o", "jsonpath={range .items[?(@.source.component==\"warden\")]}{.reason} {end}").orElse("");
+    }
+
     private static String label(String pod) {
         return plane.poll("-n", NAMESPACE, "get", "pod", pod, "-o", "jsonpath={.metadata.labels.warden\\.dev/role}").orElse("");
     }
@@ -104,7 +111,7 @@ class RoleRoutingInteropIT {
                 });
                 LeaseWardens wardens = new LeaseWardens("role", tokenConfig, dir, List.of("-Dwarden.gate.routing=role",
                         "-Dwarden.gate.lease.name=" + RELEASE + "-warden-gate", "-Dwarden.gate.lease.duration=8s",
-                        "-Dwarden.gate.lease.renew-deadline=4s", "-Dwarden.gate.lease.retry-period=1s",
+                        "-Dwarden.gate.lease.renew-deadline=4s", "-Dwarden.gate.lease.retry-period=1s", "-Dwarden.events.enabled=true",
                         "-Dwarden.gate.supervisor.grace=1s", "-Dwarden.gate.supervisor.stall-bound=1s"))) {
             Map<WardenProcess, String> podOf = new HashMap<>();
             for (String pod : pods) {
@@ -131,6 +138,9 @@ class RoleRoutingInteropIT {
             assertTrue(order.indexOf(primary + "=standby primaries=0") >= 0
                     && order.indexOf(primary + "=standby primaries=0") < order.indexOf(standby + "=primary primaries=1"),
                     "the stopped pod was standby before the other was primary: " + order + "\n" + wardens.logs());
+            // Events, recorded with the chart's Role for them (create, nothing else), on each warden's own pod.
+            Await.until("the Events on the pods", Duration.ofSeconds(30), () -> events(primary).contains("Elected")
+                    && events(primary).contains("Serving") && events(standby).contains("Elected"));
         }
     }
 

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.TemplateCommand;
+import dev.warden.deploy.PodChecks;
 import dev.warden.testing.WardenProcess;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -240,9 +241,12 @@ class DocsCommandsIT {
                 line + ": only `helm install|template|upgrade NAME CHART` is checked; add a check for this one");
         Path chart = Path.of(words.get(3));
         assertTrue(Files.isRegularFile(chart.resolve("Chart.yaml")), line + ": no chart at " + chart);
-        TemplateCommand template = new Helm(chart).template().withName(words.get(2));
+        // An install or upgrade renders for the cluster's version; a template for the one it names, else the tests' cluster.
+        TemplateCommand template = new Helm(chart).template().withName(words.get(2)).withKubeVersion(PodChecks.KUBE_VERSION);
         for (int i = 4; i < words.size(); i++) {
-            if (words.get(i).equals("--set")) {
+            if (words.get(i).equals("--kube-version")) {
+                template.withKubeVersion(words.get(++i));
+            } else if (words.get(i).equals("--set")) {
                 String[] setting = PLACEHOLDER.matcher(words.get(++i)).replaceAll("example").split("=", 2);
                 template.set(setting[0], setting[1]);
             } else {

@@ -198,7 +198,7 @@ class GateDecisionTest {
                 row("after a handover, not contending for the handover time: a standby waiting in the kernel takes the gate",
                         new Standby(new Watch(Optional.of(GATE), at(0)), at(1000), at(0), NOW.plus(Duration.ofMillis(1))),
                         with(free, new Observation.Gate.NotHeld()), Standby.class, Word.Stop.class, List.of(Say.class),
-                        "contending again in 1 ms, after a handover"),
+                        "holding back after a handover"),
                 row("after a handover and its wait, contending again: with no standby this pod is elected again",
                         new Standby(new Watch(Optional.of(GATE), at(0)), at(1000), at(0), NOW),
                         with(free, new Observation.Gate.NotHeld()), Standby.class, Word.Stop.class,
@@ -313,6 +313,76 @@ class GateDecisionTest {
                 Optional.of(NOW.plus(Duration.ofSeconds(3)))));
         assertEquals(NOW.plus(Duration.ofSeconds(3)), decision.step(longStandby(), with(reported, new Observation.Gate.NotHeld()))
                 .phase().permitsEnd(), "a permit the supervisor says it holds (a previous run's) counts as given");
+    }
+
+    static Observation askedToStepDown(Observation o, Moment asked) {
+        return new Observation(o.now(), o.gate(), o.lease(), o.gateAtPath(), o.server(), o.supervisor(), Optional.of(asked));
+    }
+
+    /**
+     * A step-down asked while elected, in file mode: lilbee is told to stop and the gate lock let go at once (lilbee
+     * holds it until it has exited, so nobody is elected sooner), and this warden stands by, not contending for a
+     * handover's time, so that a standby waiting for the gate takes it. A request from before this election, or one
+     * while standing by, changes nothing.
+     */
+    @Test
+    void aStepDownLetsTheGateGoAtOnceInFileModeAndStandsByForAHandover() {
+        GateDecision decision = new GateDecision(FILE);
+        Observation serving = lilbee(seen(), 4242, at(0), SERVER, GATE);
+        Step stepped = decision.step(elected(), askedToStepDown(serving, NOW.minus(Duration.ofMillis(20))));
+        Standby standby = assertInstanceOf(Standby.class, stepped.phase());
+        assertEquals(NOW.plus(HANDOVER), standby.contendFrom());
+        assertEquals(List.of(new Say(stepped.word()), new ReleaseGate()), stepped.actions());
+        assertInstanceOf(Word.Stop.class, stepped.word());
+        assertTrue(!stepped.serving() && stepped.reason().startsWith("stepped down, as asked"), stepped.reason());
+        Observation stopping = at(with(serving, new Observation.Gate.NotHeld()), NOW.plus(Duration.ofSeconds(1)));
+        Step next = decision.step(stepped.phase(), stopping);
+        assertTrue(next.actions().stream().noneMatch(Contend.class::isInstance), "not while its lilbee stops: " + next);
+        assertEquals(NOW.plus(HANDOVER), ((Standby) next.phase()).contendFrom());
+        Observation gone = at(with(with(seen(), new Observation.Gate.NotHeld()), new Observation.Supervisor(true, Optional.empty())),
+                NOW.plus(Duration.ofSeconds(2)));
+        Step holding = decision.step(next.phase(), gone);
+        assertTrue(holding.actions().stream().noneMatch(Contend.class::isInstance), "a moment more, for the standby: " + holding);
+        Moment soon = NOW.plus(Duration.ofSeconds(2)).plus(GateDecision.HOLD_BACK_AFTER_STOP);
+        assertEquals(soon, ((Standby) holding.phase()).contendFrom(), "held back a moment once nothing of this pod holds the gate");
+        assertTrue(decision.step(holding.phase(), at(gone, soon)).actions().contains(new Contend()),
+                "contending again, behind the standby that took it");
+        Step noSupervisor = decision.step(next.phase(), at(with(gone, Observation.Supervisor.absent()), NOW.plus(Duration.ofSeconds(2))));
+        assertEquals(NOW.plus(HANDOVER), ((Standby) noSupervisor.phase()).contendFrom(),
+                "a supervisor out of reach says nothing of its lilbee: the whole handover's time");
+        Step before = decision.step(elected(), askedToStepDown(serving, at(999)));
+        assertTrue(before.serving(), "a request from before this election: " + before.reason());
+        Step standing = decision.step(longStandby(), askedToStepDown(with(seen(), new Observation.Gate.NotHeld()), NOW));
+        assertEquals(longStandby().watch(), standing.phase().watch());
+        assertTrue(standing.actions().contains(new Contend()), "a standby asked goes on contending: " + standing);
+    }
+
+    /**
+     * In lease mode a step-down keeps the Lease until the supervisor says its stop is done (no lilbee, no permit), or
+     * until no permit given can be used any more: a Lease let go sooner passes to another node while this lilbee stops
+     * (GateMutationTest's aLeaseLetGoAtOnceOnStepDown finds that split brain). Meanwhile it says stop, and does not serve.
+     */
+    @Test
+    void aStepDownInLeaseModeLetsTheLeaseGoOnceLilbeeHasStopped() {
+        GateDecision decision = new GateDecision(LEASE);
+        Elected recently = new Elected(new Watch(Optional.of(GATE), at(0)), at(1000), Optional.empty(), Optional.empty(),
+                Optional.empty(), NOW.plus(PERMIT));
+        Observation serving = askedToStepDown(with(lilbee(seen(), 4242, at(0), SERVER, GATE), LEADING), NOW);
+        Step stopping = decision.step(recently, serving);
+        assertInstanceOf(Elected.class, stopping.phase());
+        assertEquals(List.of(new Say(stopping.word())), stopping.actions());
+        assertInstanceOf(Word.Stop.class, stopping.word());
+        assertTrue(!stopping.serving(), "not serving while stepping down");
+        Observation stopped = new Observation(NOW.plus(Duration.ofSeconds(1)), serving.gate(), serving.lease(), serving.gateAtPath(),
+                serving.server(), new Observation.Supervisor(true, Optional.empty(), Optional.empty(), true), serving.stepDown());
+        Step handed = decision.step(stopping.phase(), stopped);
+        assertInstanceOf(Standby.class, handed.phase());
+        assertEquals(List.of(new Say(handed.word()), new ReleaseGate(), new StepAside()), handed.actions());
+        Observation silent = new Observation(NOW.plus(PERMIT).plus(LEASE.overrun()), serving.gate(), Optional.of(
+                new Observation.Lease("gate", true, Optional.of(NOW.plus(Duration.ofSeconds(20))))), serving.gateAtPath(),
+                serving.server(), new Observation.Supervisor(false, Optional.empty()), serving.stepDown());
+        assertTrue(decision.step(stopping.phase(), silent).actions().contains(new StepAside()),
+                "no answer, but no permit given can be used any more");
     }
 
     /** The timing inequalities, each named with both sides when violated. */

@@ -13,6 +13,7 @@ import dev.warden.testing.Peer;
 import dev.warden.testing.Supervised;
 import dev.warden.testing.WardenProcess;
 import java.nio.file.Files;
+import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -124,6 +125,51 @@ class GateModeIT {
                 assertEquals(0, overlap.both(), "two lilbees served at once " + overlap.both() + " times");
             }
         }
+    }
+
+    /**
+     * A switchover: {@code warden step-down} in the serving pod hands the gate to the standby, whose lilbee serves once
+     * the first one's has stopped, never beside it; asked again, the warden that stepped down, now a standby, has nothing
+     * to hand over (exit 3); the new one, asked through the API with its token, hands the gate back at once (the first
+     * stops holding back as soon as it sees the gate taken). Without the token the API refuses.
+     */
+    @Test
+    void stepDownHandsTheGateToTheStandbyAndBack() throws Exception {
+        Path root = dir.resolve("root");
+        Path serverLock = root.resolve("data/server.lock");
+        try (WardenProcess first = WardenProcess.serve("gate-switch-a", settings("-Dwarden.api.token=switch-token"), "--mode",
+                "gate", "--data-root", root.toString());
+                Supervised lilbeeA = Supervised.standIn("gate-switch-a", first.socket(), serverLock, SUPERVISOR)) {
+            first.awaitStatus("/q/health/ready", 200);
+            try (WardenProcess second = WardenProcess.serve("gate-switch-b", settings("-Dwarden.api.token=switch-token"),
+                    "--mode", "gate", "--data-root", root.toString());
+                    Supervised lilbeeB = Supervised.standIn("gate-switch-b", second.socket(), serverLock, SUPERVISOR)) {
+                second.awaitJson("/api/v1/status", "/gate/state", s -> s.asText().equals("standby"));
+                OverlapCheck overlap = new OverlapCheck(lilbeeA, lilbeeB);
+                Map<String, String> atFirst = Map.of("WARDEN_GATE_CONTROL_SOCKET", first.controlSocket().toString());
+                WardenProcess.Result stepped = WardenProcess.run(atFirst, "step-down");
+                assertEquals(0, stepped.exitCode(), stepped.stderr());
+                assertTrue(stepped.stdout().startsWith("stepped down: stepped down, as asked"), stepped.stdout());
+                second.awaitStatus("/q/health/ready", 200);
+                assertEquals(503, first.status("/q/health/ready"));
+                WardenProcess.Result again = WardenProcess.run(atFirst, "step-down");
+                assertEquals(3, again.exitCode(), again.stdout() + again.stderr());
+                assertTrue(again.stderr().contains("this warden is not elected, so it has nothing to hand over"), again.stderr());
+                assertEquals(401, second.post("/api/v1/gate/step-down", "wrong").statusCode());
+                HttpResponse<String> back = second.post("/api/v1/gate/step-down?wait=30", "switch-token");
+                assertEquals(200, back.statusCode(), back.body());
+                assertTrue(back.body().contains("\"stepped_down\":true"), back.body());
+                first.awaitStatus("/q/health/ready", 200);
+                overlap.stop();
+                assertEquals(1, lilbeeA.serving().size());
+                assertEquals(List.of(), lilbeeB.serving());
+                assertEquals(0, overlap.both(), "two lilbees served at once " + overlap.both() + " times");
+            }
+        }
+        WardenProcess.Result nobody = WardenProcess.run(Map.of("WARDEN_GATE_CONTROL_SOCKET", dir.resolve("none.sock").toString()),
+                "step-down");
+        assertEquals(1, nobody.exitCode());
+        assertTrue(nobody.stderr().contains("no warden answers at " + dir.resolve("none.sock")), nobody.stderr());
     }
 
     /**

@@ -73,6 +73,20 @@ class GateMutationTest {
         finds(EnumSet.of(Sim.Mutation.SUPERVISOR_BELIEVES_THE_PORT), GateDecision::new);
     }
 
+    /**
+     * issue 37: a switchover in lease mode; undone: the Lease kept until the supervisor says its lilbee is gone (or no
+     * permit given can be used), so another node's lilbee could start beside the one still stopping.
+     */
+    @Test
+    void aLeaseLetGoAtOnceOnStepDown() {
+        finds(Sim.none(), timings -> new GateDecision(timings) {
+            @Override
+            boolean mayLetGoAtStepDown(Observation seen, Moment permitsEnd) {
+                return true;
+            }
+        });
+    }
+
     private static void finds(Set<Sim.Mutation> mutations, Function<GateTimings, GateDecision> decisions) {
         String what = StackWalker.getInstance().walk(frames -> frames.skip(1).findFirst().orElseThrow().getMethodName());
         long steps = 0;

@@ -14,7 +14,9 @@ import java.util.Optional;
  *       first);
  *   <li>in lease mode, an API server outage right after a renewal, the leader stopped near the end of its lead
  *       (issue 21's third);
- *   <li>the serving pod's warden killed while a neighbour binds its ports (this issue's third).
+ *   <li>the serving pod's warden killed while a neighbour binds its ports (this issue's third);
+ *   <li>a switchover (warden step-down, or the serving pod deleted gracefully), then its supervisor stalled, its warden
+ *       killed, or a reset (issue 37).
  * </ul>
  */
 final class SimAdversary {
@@ -37,11 +39,12 @@ final class SimAdversary {
         List<SimPod> others = sim.pods.stream().filter(p -> serving.map(s -> s != p).orElse(true)).toList();
         if (serving.isPresent()) {
             SimPod pod = serving.get();
-            int pick = sim.random.nextInt(sim.api.isPresent() ? 6 : 3);
+            int pick = sim.random.nextInt(sim.api.isPresent() ? 7 : 4);
             switch (pick) {
                 case 0 -> resetUnder(pod, others);
                 case 1 -> renameUnderAStoppedWarden(pod);
                 case 2 -> squatWhileWardenIsDown(pod);
+                case 3 -> switchoverThenTrouble(pod);
                 default -> outageThenStopTheLeader(pod);
             }
         }
@@ -88,6 +91,36 @@ final class SimAdversary {
         pod.hostile.squatting = true;
         sim.die(pod.warden.proc, "SIGKILL by the adversary");
         sim.at(sim.between(2 * Sim.SECOND, 15 * Sim.SECOND), null, "squat ends", () -> pod.hostile.squatting = false);
+    }
+
+    /**
+     * A switchover, then trouble in the pod handing over: asked to step down (an operator's, or its deletion, its supervisor
+     * SIGTERMed first), and then its supervisor stalled, its warden killed, or the data dir reset under it.
+     */
+    private void switchoverThenTrouble(SimPod pod) {
+        boolean deleted = sim.chance(0.5);
+        sim.log(null, "adversary: " + pod.name + (deleted ? " deleted gracefully" : " asked to step down") + ", then trouble");
+        Kernel.Proc warden = pod.warden.proc;
+        Optional<Kernel.Proc> supervisor = Optional.ofNullable(pod.supervisor).map(s -> s.proc);
+        if (deleted) {
+            pod.deleteGracefully();
+        } else {
+            pod.warden.askStepDown();
+        }
+        int trouble = sim.random.nextInt(4);
+        sim.at(sim.between(0, Sim.SECOND), null, "the trouble", () -> {
+            switch (trouble) {
+                case 0 -> supervisor.ifPresent(p -> pod.hostile.stopForAWhile(p, sim.between(Sim.SECOND, 8 * Sim.SECOND), true));
+                case 1 -> sim.die(warden, "SIGKILL by the adversary, stepping down");
+                case 2 -> {
+                    for (String file : sim.kernel.names()) {
+                        sim.kernel.unlink(file);
+                    }
+                }
+                default -> {
+                }
+            }
+        });
     }
 
     /**

@@ -166,6 +166,37 @@ final class SimPod {
         sim.at(sim.between(Sim.SECOND, 5 * Sim.SECOND), null, "the Deployment replaces " + name, () -> sim.newPod(node));
     }
 
+    /**
+     * Deleted gracefully (a rollout, a drain, a scale-down): the kubelet SIGTERMs lilbee's container first (its supervisor
+     * asks warden to step down), and warden, a native sidecar, once that has exited; whatever still runs when the grace
+     * period (30 s) ends is killed. Nothing of it restarts; the Deployment makes another pod meanwhile.
+     */
+    void deleteGracefully() {
+        deleted = true;
+        sim.log(null, name + " deleted gracefully: SIGTERM to lilbee's container, then to warden");
+        SimSupervisor terminated = supervisor;
+        SimWarden sidecar = warden;
+        Runnable thenWarden = () -> {
+            if (sidecar != null) {
+                sidecar.terminate();
+            }
+        };
+        if (terminated != null && terminated.proc.alive) {
+            terminated.proc.onDeath.add(thenWarden);
+            terminated.terminate();
+        } else {
+            thenWarden.run();
+        }
+        sim.at(30 * Sim.SECOND, null, name + "'s grace period ends", () -> {
+            for (var proc : processes()) {
+                sim.die(proc, "SIGKILL (grace period over)");
+            }
+            hostile.undo();
+            sim.pods.remove(this);
+        });
+        sim.at(sim.between(Sim.SECOND, 5 * Sim.SECOND), null, "the Deployment replaces " + name, () -> sim.newPod(node));
+    }
+
     List<dev.warden.simulation.Kernel.Proc> processes() {
         List<Kernel.Proc> procs = new ArrayList<>();
         if (warden != null && warden.proc.alive) {
@@ -269,6 +300,12 @@ final class SimPod {
                     ownWarden.ifPresent(w -> sim.at(sim.between(3 * Sim.SECOND, 9 * Sim.SECOND), null, "then warden",
                             () -> stopForAWhile(w, sim.between(5 * Sim.SECOND, 20 * Sim.SECOND), true)));
                 }
+            } else if (pick >= 93 && pick < 96) {
+                deleteGracefully();
+                return;
+            } else if (pick >= 96 && pick < 99) {
+                // An operator's switchover (warden step-down), whichever pod is asked.
+                ownWarden.ifPresent(w -> warden.askStepDown());
             }
             next();
         }

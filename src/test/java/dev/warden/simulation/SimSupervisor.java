@@ -27,7 +27,7 @@ final class SimSupervisor {
     /** A prepared lilbee gone before its permit is replaced no sooner (PREPARE_AGAIN_AFTER). */
     private static final long PREPARE_AGAIN_AFTER = 30 * Sim.SECOND;
 
-    private record Message(Word word, Kernel.Ofd ofd) {
+    private record Message(Word word, Kernel.Ofd ofd, long stopNumber) {
     }
 
     final Sim sim;
@@ -44,8 +44,8 @@ final class SimSupervisor {
     private Integer exited;
     private final List<Message> inbox = new ArrayList<>();
     private String lastReport = "";
-    /** A stop heard and not answered yet: answered once no lilbee runs and no permit is held. */
-    private boolean ackWanted;
+    /** The number of a stop heard and not answered yet (0: none): answered once no lilbee runs and no permit is held. */
+    private long ackWanted;
     private long reportedAt;
 
     SimSupervisor(Sim sim, SimPod pod) {
@@ -117,8 +117,7 @@ final class SimSupervisor {
         SimWarden listening = pod.warden;
         if (warden == null && listening != null && listening.proc.alive && listening.listening()) {
             warden = listening;
-            warden.supervisor = this;
-            warden.supervisorExited = false;
+            warden.connected(this);
             lastReport = "";
             sim.log(proc, "connected to " + warden.proc);
             if (gate != null && !sim.mutated(Sim.Mutation.LILBEE_WITHOUT_THE_GATE_LOCK)) {
@@ -140,14 +139,14 @@ final class SimSupervisor {
     }
 
     /** A word arrives on the socket: heard at once, or once a stopped supervisor goes on. */
-    void deliver(SimWarden from, Word word, Kernel.Ofd ofd) {
+    void deliver(SimWarden from, Word word, Kernel.Ofd ofd, long stopNumber) {
         if (!proc.alive) {
             if (ofd != null) {
                 sim.kernel.drop(ofd);
             }
             return;
         }
-        inbox.add(new Message(word, ofd));
+        inbox.add(new Message(word, ofd, stopNumber));
         sim.at(0, proc, "hear", this::drain);
     }
 
@@ -155,11 +154,11 @@ final class SimSupervisor {
         List<Message> messages = List.copyOf(inbox);
         inbox.clear();
         for (Message message : messages) {
-            hear(message.word(), message.ofd());
+            hear(message.word(), message.ofd(), message.stopNumber());
         }
     }
 
-    private void hear(Word word, Kernel.Ofd ofd) {
+    private void hear(Word word, Kernel.Ofd ofd, long stopNumber) {
         if (ofd != null) {
             sim.kernel.receive(proc, ofd);
         }
@@ -177,7 +176,7 @@ final class SimSupervisor {
             }
             case Word.Go go -> apply("go", go.until().nanos());
             case Word.Stop stop -> {
-                ackWanted = true;
+                ackWanted = stopNumber;
                 apply("stop", 0);
             }
             case Word.Silent silent -> {
@@ -244,9 +243,15 @@ final class SimSupervisor {
         }
     }
 
-    /** SIGTERM: passed on to lilbee (the rules say so), once the supervisor runs. */
+    /** SIGTERM: warden is asked to step down, and it is passed on to lilbee (the rules say so), once the supervisor runs. */
     void terminate() {
-        sim.at(0, proc, "SIGTERM", () -> apply("signal", 15));
+        sim.at(0, proc, "SIGTERM", () -> {
+            SimWarden to = warden;
+            if (to != null) {
+                sim.at(sim.between(0, 3 * Sim.MS), null, "step-down", to::askStepDown);
+            }
+            apply("signal", 15);
+        });
     }
 
     private void report() {
@@ -266,10 +271,11 @@ final class SimSupervisor {
 
     /** The stop answered once done, to the warden connected (a stopping warden lets its Lease go on it). */
     private void acknowledge() {
-        if (ackWanted && warden != null && rules.lilbee == SupervisorRules.Lilbee.NONE && !rules.hasGate) {
-            ackWanted = false;
+        if (ackWanted != 0 && warden != null && rules.lilbee == SupervisorRules.Lilbee.NONE && !rules.hasGate) {
+            long answered = ackWanted;
+            ackWanted = 0;
             SimWarden to = warden;
-            sim.at(sim.between(0, 3 * Sim.MS), null, "stopped", to::stopDone);
+            sim.at(sim.between(0, 3 * Sim.MS), null, "stopped", () -> to.stopDone(this, answered));
         }
     }
 }

@@ -44,7 +44,11 @@ final class SimWarden implements GateWorld {
     private String lastSaid = "";
     private long lastSaidAt;
     private boolean stopping;
-    private boolean stopDone;
+    /** As the switch numbers them: each stop said after another word, and the last the connected supervisor answered. */
+    private String lastKind = "";
+    private long stopNumber;
+    private long stopAnswered;
+    private Optional<Moment> stepDownAsked = Optional.empty();
     /** The last supervisor connected said it exits, its lilbee gone; a newer one connecting takes that back. */
     boolean supervisorExited;
 
@@ -105,7 +109,6 @@ final class SimWarden implements GateWorld {
         }
         sim.at(0, proc, "warden stops", () -> {
             stopping = true;
-            stopDone = false;
             lastSaid = "";
             say(new Word.Stop("warden stops"));
             releaseGate();
@@ -118,7 +121,7 @@ final class SimWarden implements GateWorld {
      * can be used any more; past the wait, the process exits and the Lease is left to expire.
      */
     private void awaitStopDone(long deadline) {
-        if (lease.isPresent() && phase != null && (stopDone || supervisorExited
+        if (lease.isPresent() && phase != null && (supervisorStopDone()
                 || rounds.decision().mayLetTheLeaseGo(phase, sim.moment()))) {
             lease.get().release();
         } else if (lease.isPresent() && phase != null && sim.now() < deadline) {
@@ -128,9 +131,25 @@ final class SimWarden implements GateWorld {
         sim.at(sim.between(10 * Sim.MS, 300 * Sim.MS), proc, "warden exits", () -> sim.die(proc, "exits (SIGTERM)"));
     }
 
-    /** The supervisor's answer to the last stop: no lilbee runs, no permit is held. */
-    void stopDone() {
-        stopDone = true;
+    /** A supervisor's answer to stop {@code number}: no lilbee runs, no permit is held (counted from the one connected). */
+    void stopDone(SimSupervisor from, long number) {
+        if (from == supervisor) {
+            stopAnswered = number;
+        }
+    }
+
+    /** Asked to step down (its supervisor SIGTERMed, or an operator's switchover): taken at the next round. */
+    void askStepDown() {
+        if (proc.alive) {
+            stepDownAsked = Optional.of(sim.moment());
+        }
+    }
+
+    /** A newer supervisor connected: it has answered no stop yet. */
+    void connected(SimSupervisor newer) {
+        supervisor = newer;
+        supervisorExited = false;
+        stopAnswered = 0;
     }
 
     /** A report from the supervisor, delivered. */
@@ -216,6 +235,20 @@ final class SimWarden implements GateWorld {
     @Override
     public Optional<Moment> supervisorPermit() {
         return permitReported;
+    }
+
+    /** As the switch's: the last word said was a stop, answered by the supervisor connected, or the last one exited. */
+    @Override
+    public boolean supervisorStopDone() {
+        if (!lastKind.equals("stop")) {
+            return false;
+        }
+        return supervisorConnected() ? stopAnswered == stopNumber : supervisorExited;
+    }
+
+    @Override
+    public Optional<Moment> stepDownAsked() {
+        return stepDownAsked;
     }
 
     @Override
@@ -328,6 +361,12 @@ final class SimWarden implements GateWorld {
             case Word.Stop stop -> "stop";
             case Word.Silent silent -> null;
         };
+        if (kind != null && kind.equals("stop") && !lastKind.equals("stop")) {
+            stopNumber++;
+        }
+        if (kind != null) {
+            lastKind = kind;
+        }
         if (kind == null || supervisor == null || !supervisor.proc.alive) {
             return;
         }
@@ -341,6 +380,7 @@ final class SimWarden implements GateWorld {
             sim.kernel.send(passed);
         }
         SimSupervisor to = supervisor;
-        sim.at(sim.between(0, 3 * Sim.MS), null, "word " + kind, () -> to.deliver(this, word, passed));
+        long number = stopNumber;
+        sim.at(sim.between(0, 3 * Sim.MS), null, "word " + kind, () -> to.deliver(this, word, passed, number));
     }
 }

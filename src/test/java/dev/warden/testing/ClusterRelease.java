@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.KubernetesListBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -31,14 +33,20 @@ public final class ClusterRelease implements AutoCloseable {
     public static final String RELEASE = "w";
     public static final String FULLNAME = "w-warden";
     public static final String NODE1 = "warden-node";
-    /** Gate mode with the reference lilbee image the cluster imported. */
-    public static final List<String> GATE = List.of("--set", "mode=gate", "--set", "lilbee.image.repository=localhost/lilbee",
+    /** Gate mode with the reference lilbee image the cluster imported, routed as the chart's default says (by role). */
+    private static final List<String> GATE_DEFAULT = List.of("--set", "mode=gate", "--set", "lilbee.image.repository=localhost/lilbee",
             "--set-string", "lilbee.image.tag=0.6.90b449", "--set", "lilbee.image.pullPolicy=Never");
-    /** Gate mode elected through a Lease, one pod per node (file locks do not meet across the nodes). */
-    public static final List<String> GATE_LEASE = Stream.concat(GATE.stream(), Stream.of("--set", "gate.election=lease",
+    /** Gate mode routed by readiness: only the serving pod is Ready. */
+    public static final List<String> GATE = Stream.concat(GATE_DEFAULT.stream(), Stream.of("--set", "gate.routing=readiness")).toList();
+    /** Gate mode routing clients by role: every healthy pod Ready, the Service selecting the pod labelled primary. */
+    public static final List<String> GATE_ROLE = Stream.concat(GATE_DEFAULT.stream(), Stream.of("--set", "gate.routing=role")).toList();
+    /** Gate mode elected through a Lease, one pod per node (file locks do not meet across the nodes), routed by default. */
+    public static final List<String> GATE_LEASE = Stream.concat(GATE_DEFAULT.stream(), Stream.of("--set", "gate.election=lease",
             "--set-json", "affinity={\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":"
                     + "{\"matchLabels\":{\"app.kubernetes.io/instance\":\"w\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}"))
             .toList();
+    /** The chart's default gate.role.label. */
+    public static final String ROLE_LABEL = "warden.dev/role";
 
     /** A kill of something in a pod, given the pod's name. */
     public interface Kill {
@@ -50,6 +58,7 @@ public final class ClusterRelease implements AutoCloseable {
     private final String namespace;
     private final List<String> values;
     private final Predicate<Pod> standing;
+    private final boolean role;
     private final ServingWatch watch;
     /**
      * Gate mode: the moments two pods had a lilbee serve holding server.lock at once (each writes the data dir). Null
@@ -60,13 +69,16 @@ public final class ClusterRelease implements AutoCloseable {
     private Duration installed = Duration.ZERO;
 
     private ClusterRelease(KubeletCluster cluster, String helm, String namespace, List<String> values, String selector,
-            String service, Predicate<Pod> standing, boolean gate) {
+            String service, Predicate<Pod> standing, boolean gate, boolean role) {
         this.cluster = cluster;
         this.helm = helm;
         this.namespace = namespace;
         this.values = values;
-        this.standing = standing;
-        this.watch = new ServingWatch(cluster.client(), namespace, selector, service);
+        this.role = role;
+        // With role routing a healthy standby is Ready: it stands by only then.
+        this.standing = role ? standing.and(ServingWatch.READY) : standing;
+        this.watch = new ServingWatch(cluster.client(), namespace, selector, role ? ServingWatch.primary(ROLE_LABEL) : ServingWatch.READY,
+                service);
         this.lilbees = gate ? OverlapWatch.of(() -> PodLilbees.serving(watch.everSeen())) : null;
     }
 
@@ -99,7 +111,8 @@ public final class ClusterRelease implements AutoCloseable {
         // probe, a second or more after warden's container is running.
         boolean gate = modeValues.contains("mode=gate");
         ClusterRelease release = new ClusterRelease(cluster, helm, namespace, values, "app.kubernetes.io/name=warden", FULLNAME,
-                pod -> running(pod, "warden") && (!gate || running(pod, "lilbee")), gate);
+                pod -> running(pod, "warden") && (!gate || running(pod, "lilbee")), gate,
+                gate && !modeValues.contains("gate.routing=readiness"));
         long started = System.nanoTime();
         release.helm("install", "--wait", "--timeout", "5m");
         release.installed = release.firstServing(started, Duration.ofMinutes(5));
@@ -114,7 +127,7 @@ public final class ClusterRelease implements AutoCloseable {
             throws Exception {
         claim(cluster, namespace);
         ClusterRelease release = new ClusterRelease(cluster, null, namespace, List.of(), selector, service,
-                pod -> pod.getSpec().getNodeName() != null, false);
+                pod -> pod.getSpec().getNodeName() != null, false, false);
         long started = System.nanoTime();
         cluster.kubectl().ok(yaml, "-n", namespace, "apply", "-f", "-");
         release.installed = release.firstServing(started, Duration.ofMinutes(5));
@@ -230,18 +243,18 @@ public final class ClusterRelease implements AutoCloseable {
     }
 
     public String servingPod() {
-        Set<String> ready = watch.ready();
-        assertEquals(1, ready.size(), "one pod Ready: " + ready);
-        return ready.iterator().next();
+        Set<String> serving = watch.serving();
+        assertEquals(1, serving.size(), "one pod serving: " + serving);
+        return serving.iterator().next();
     }
 
-    /** One pod Ready and the one ready endpoint, the other standing by. */
+    /** One pod serving and the one ready endpoint, the other standing by. */
     public void steady() {
         Await.until("one pod serves and one stands by in " + namespace, Duration.ofMinutes(6), () -> {
-            Set<String> ready = watch.ready();
+            Set<String> serving = watch.serving();
             long standby = watch.pods().values().stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null)
-                    .filter(p -> !ready.contains(p.getMetadata().getName())).filter(standing).count();
-            return ready.size() == 1 && ready.equals(watch.endpoints()) && standby == 1;
+                    .filter(p -> !serving.contains(p.getMetadata().getName())).filter(standing).count();
+            return serving.size() == 1 && serving.equals(watch.endpoints()) && standby == 1;
         });
     }
 
@@ -258,16 +271,22 @@ public final class ClusterRelease implements AutoCloseable {
     }
 
     /**
-     * Gate mode: steady; in the standby lilbee's container runs its supervisor, never ready, never restarted, and no
-     * {@code lilbee serve} runs at all (its prepared process, lilbee's modules loaded, waits); only the serving pod's
-     * lilbee holds server.lock.
+     * Gate mode: steady; in the standby lilbee's container runs its supervisor, never restarted, and no {@code lilbee
+     * serve} runs at all (its prepared process, lilbee's modules loaded, waits); only the serving pod's lilbee holds
+     * server.lock. Routed by readiness, the standby's lilbee container is not ready; by role, the standby is Ready and
+     * labelled standby.
      */
     public void oneServingAndTheStandbysLilbeeNeverStarted() {
         steady();
         for (Pod pod : standbys()) {
             ContainerStatus standby = status(pod, "lilbee");
             assertTrue(standby.getState().getRunning() != null, "the standby's supervisor runs: " + standby);
-            assertNotEquals(Boolean.TRUE, standby.getReady(), "lilbee's container ready in the standby: " + standby);
+            if (role) {
+                assertTrue(ServingWatch.READY.test(pod), "the standby is Ready: " + pod.getStatus());
+                assertEquals("standby", pod.getMetadata().getLabels().get(ROLE_LABEL), "the standby's role label");
+            } else {
+                assertNotEquals(Boolean.TRUE, standby.getReady(), "lilbee's container ready in the standby: " + standby);
+            }
             assertEquals(0, standby.getRestartCount(), () -> "lilbee's container restarted in the standby: "
                     + restartsOf(pod.getMetadata().getName(), "lilbee"));
             assertEquals(List.of(), PodLilbees.processesIn(pod.getMetadata().getUid()), "lilbee serve in the standby");
@@ -311,7 +330,11 @@ public final class ClusterRelease implements AutoCloseable {
         String victim = servingPod();
         long at = System.nanoTime();
         kill.apply(victim);
-        Await.until("another pod serves after " + how, Duration.ofMinutes(2), () -> watch.firstServing(at, victim).isPresent());
+        try {
+            Await.until("another pod serves after " + how, Duration.ofMinutes(2), () -> watch.firstServing(at, victim).isPresent());
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "\n" + wardenLogs(), e);
+        }
         return Duration.ofNanos(watch.firstServing(at, victim).orElseThrow() - at);
     }
 
@@ -325,7 +348,7 @@ public final class ClusterRelease implements AutoCloseable {
         kill(serving, container, "KILL");
         Await.until(container + " restarted", Duration.ofSeconds(60), () -> status(pod(serving), container).getRestartCount() > restarts);
         Await.until("the same pod serves again after " + how, Duration.ofMinutes(6),
-                () -> watch.ready().equals(Set.of(serving)) && watch.endpoints().equals(Set.of(serving))
+                () -> watch.serving().equals(Set.of(serving)) && watch.endpoints().equals(Set.of(serving))
                         && Boolean.TRUE.equals(status(pod(serving), container).getReady()));
         return Duration.ofNanos(System.nanoTime() - at);
     }
@@ -341,7 +364,7 @@ public final class ClusterRelease implements AutoCloseable {
         Await.until("the pod whose lilbee was killed leaves the Service", Duration.ofSeconds(30),
                 () -> watch.firstWithout(at, serving).isPresent());
         Await.until("the same pod serves again after " + how, Duration.ofMinutes(2),
-                () -> watch.ready().equals(Set.of(serving)) && watch.endpoints().equals(Set.of(serving)));
+                () -> watch.serving().equals(Set.of(serving)) && watch.endpoints().equals(Set.of(serving)));
         if (status(pod(serving), "lilbee").getRestartCount() != restarts) {
             throw new AssertionError("the kubelet restarted lilbee's container: its command should have started lilbee again: "
                     + restartsOf(serving, "lilbee"));
@@ -375,6 +398,36 @@ public final class ClusterRelease implements AutoCloseable {
     public Duration firstServing(long since, Duration patience) {
         Await.until("a pod of " + namespace + " serves", patience, () -> watch.firstServing(since, null).isPresent());
         return Duration.ofNanos(watch.firstServing(since, null).orElseThrow() - since);
+    }
+
+    /** {@code warden step-down} in {@code pod}'s warden container, as an operator runs it: the gate goes to the standby. */
+    public void stepDown(String pod) throws Exception {
+        String out = cluster.kubectl().ok(null, "-n", namespace, "exec", pod, "-c", "warden", "--", "warden", "step-down");
+        assertTrue(out.contains("stepped down"), out);
+    }
+
+    /** What a failure needs to be understood from CI's output alone: each pod's role, and the end of its warden's log. */
+    public String wardenLogs() {
+        StringBuilder out = new StringBuilder();
+        for (Pod pod : watch.pods().values()) {
+            String name = pod.getMetadata().getName();
+            out.append("--- ").append(name).append(' ').append(pod.getMetadata().getLabels().getOrDefault(ROLE_LABEL, ""))
+                    .append(", warden's log:\n").append(cluster.kubectl().poll("-n", namespace, "logs", "--tail=25", "-c", "warden", name)
+                            .orElse("(none)")).append('\n');
+        }
+        return out.toString();
+    }
+
+    /** The reasons of the Events warden recorded on the pods of the namespace, as the API server lists them. */
+    public Set<String> wardenEvents() {
+        String reasons = cluster.kubectl().poll("-n", namespace, "get", "events", "-o",
+                "jsonpath={range .items[?(@.source.component==\"warden\")]}{.reason} {end}").orElse("");
+        return new java.util.TreeSet<>(List.of(reasons.trim().split("\\s+")));
+    }
+
+    /** A pod deleted as a user or a controller does: SIGTERM, then its grace period. */
+    public void delete(String pod) throws Exception {
+        cluster.kubectl().ok(null, "-n", namespace, "delete", "pod", pod, "--wait=false");
     }
 
     public void forceDelete(String pod) throws Exception {
@@ -431,7 +484,7 @@ public final class ClusterRelease implements AutoCloseable {
         Set<String> before = watch.pods().keySet();
         long at = System.nanoTime();
         helm("upgrade", "--wait", "--timeout", "5m", "--set", "podAnnotations.rolled=yes");
-        Await.until("a new pod serves", Duration.ofMinutes(3), () -> watch.ready().stream().anyMatch(p -> !before.contains(p)));
+        Await.until("a new pod serves", Duration.ofMinutes(3), () -> watch.serving().stream().anyMatch(p -> !before.contains(p)));
         Duration rolled = Duration.ofNanos(System.nanoTime() - at);
         steady();
         return rolled;
@@ -444,7 +497,25 @@ public final class ClusterRelease implements AutoCloseable {
     }
 
     /**
-     * Never two pods Ready, never two ready endpoints, at any event the watch saw (but for a pod's stale Ready
+     * The release as the everyday tools see it, each saying so in its output: {@code kubectl rollout status} of the
+     * Deployment (which waits, at most {@code wait}, for every replica available), and kstatus (sigs.k8s.io/cli-utils,
+     * what Helm 4's wait and Flux decide by) over the release's live objects; exit code 0 from both when healthy.
+     */
+    public Command.Run everydayTools(Duration wait) throws Exception {
+        Command.Run rollout = cluster.kubectl().run(null, "-n", namespace, "rollout", "status", "deployment/" + FULLNAME,
+                "--timeout=" + wait.toSeconds() + "s");
+        String manifest = Command.ok(null, List.of(helm, "get", "manifest", RELEASE, "-n", namespace, "--kubeconfig",
+                cluster.kubectl().kubeconfig().toString()));
+        List<HasMetadata> live = cluster.client().resourceList(manifest).inNamespace(namespace).get();
+        Command.Run kstatus = Command.run(cluster.client().getKubernetesSerialization().asJson(new KubernetesListBuilder().withItems(live).build()),
+                List.of(InteropTools.path("kubecheck"), "--kstatus", "-"));
+        return new Command.Run(rollout.exitCode() | kstatus.exitCode(),
+                "kubectl rollout status (" + rollout.exitCode() + "): " + rollout.output() + "kstatus (" + kstatus.exitCode() + "):\n"
+                        + kstatus.output());
+    }
+
+    /**
+     * Never two pods serving, never two ready endpoints, at any event the watch saw (but for a pod's stale Ready
      * {@link #tolerateStaleReady tolerated}); and never two pods whose lilbee holds server.lock, at any look at the
      * kernel (a stalled warden's pod is not Ready, yet its lilbee may serve).
      */
@@ -452,7 +523,7 @@ public final class ClusterRelease implements AutoCloseable {
         List<ServingWatch.Sample> overlaps = watch.overlaps().stream().filter(sample -> {
             Predicate<String> counted = pod -> stale.stream().noneMatch(t -> t.pod().equals(pod)
                     && sample.at() >= t.from() && sample.at() <= t.until());
-            return sample.ready().stream().filter(counted).count() > 1 || sample.endpoints().stream().filter(counted).count() > 1;
+            return sample.serving().stream().filter(counted).count() > 1 || sample.endpoints().stream().filter(counted).count() > 1;
         }).toList();
         assertEquals(List.of(), overlaps, "two pods served at once (" + watch.size() + " samples)");
         if (lilbees != null) {

@@ -15,17 +15,28 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 
 /**
  * Watches one workload's pods and one Service's EndpointSlices, as the API server tells them, and keeps
- * every sample: after each event, which pods are Ready and which are ready endpoints. A pod counts while it
- * exists and is not being deleted; pods on a node the test has lost are left out (the API server keeps
- * them Ready until the node controller marks the node unreachable).
+ * every sample: after each event, which pods serve (Ready; with role routing, Ready and labelled primary) and
+ * which are ready endpoints (those kube-proxy sends clients to; a terminating endpoint still serving is only its
+ * fallback while none is ready). A pod counts while it exists and is not being deleted; pods on a node the test
+ * has lost are left out (the API server keeps them Ready until the node controller marks the node unreachable).
  */
 public final class ServingWatch implements AutoCloseable {
 
-    /** One sample: when (nanoTime), the Ready pods and the pods the EndpointSlices call ready. */
-    public record Sample(long at, Set<String> ready, Set<String> endpoints) {
+    /** One sample: when (nanoTime), the pods serving and the pods the EndpointSlices call ready. */
+    public record Sample(long at, Set<String> serving, Set<String> endpoints) {
+    }
+
+    /** A pod that serves when clients are routed by readiness: Ready. */
+    public static final Predicate<Pod> READY = pod -> pod.getStatus() != null && pod.getStatus().getConditions() != null
+            && pod.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
+
+    /** A pod that serves when clients are routed by role: Ready and labelled {@code label=primary}. */
+    public static Predicate<Pod> primary(String label) {
+        return READY.and(pod -> "primary".equals(pod.getMetadata().getLabels().get(label)));
     }
 
     private final Map<String, Pod> pods = new ConcurrentHashMap<>();
@@ -36,9 +47,14 @@ public final class ServingWatch implements AutoCloseable {
     private final List<Sample> samples = new ArrayList<>();
     private final SharedIndexInformer<Pod> podInformer;
     private final SharedIndexInformer<EndpointSlice> sliceInformer;
+    private final Predicate<Pod> serves;
 
-    /** The pods {@code selector} (label=value) picks in {@code namespace}, and the EndpointSlices of {@code service}. */
-    public ServingWatch(KubernetesClient client, String namespace, String selector, String service) {
+    /**
+     * The pods {@code selector} (label=value) picks in {@code namespace}, {@code serves} telling those that serve, and
+     * the EndpointSlices of {@code service}.
+     */
+    public ServingWatch(KubernetesClient client, String namespace, String selector, Predicate<Pod> serves, String service) {
+        this.serves = serves;
         String[] label = selector.split("=", 2);
         podInformer = client.pods().inNamespace(namespace).withLabel(label[0], label[1]).inform(handler(this::put,
                 p -> pods.remove(p.getMetadata().getName())));
@@ -93,7 +109,7 @@ public final class ServingWatch implements AutoCloseable {
     }
 
     private synchronized void sample() {
-        samples.add(new Sample(System.nanoTime(), ready(), endpoints()));
+        samples.add(new Sample(System.nanoTime(), serving(), endpoints()));
     }
 
     /** Pods on {@code node} are no longer counted from now on. */
@@ -102,16 +118,24 @@ public final class ServingWatch implements AutoCloseable {
         sample();
     }
 
-    /** The pods Ready now. */
+    /** The pods serving now. */
+    public synchronized Set<String> serving() {
+        return pods(serves);
+    }
+
+    /** The pods Ready now (with role routing, the standbys too). */
     public synchronized Set<String> ready() {
-        Set<String> ready = new TreeSet<>();
+        return pods(READY);
+    }
+
+    private Set<String> pods(Predicate<Pod> which) {
+        Set<String> found = new TreeSet<>();
         for (Pod pod : pods.values()) {
-            if (counted(pod) && pod.getStatus() != null && pod.getStatus().getConditions() != null
-                    && pod.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()))) {
-                ready.add(pod.getMetadata().getName());
+            if (counted(pod) && which.test(pod)) {
+                found.add(pod.getMetadata().getName());
             }
         }
-        return ready;
+        return found;
     }
 
     /** The pods the EndpointSlices call ready now. */
@@ -143,9 +167,9 @@ public final class ServingWatch implements AutoCloseable {
         return Map.copyOf(pods);
     }
 
-    /** Every sample with more than one pod Ready or more than one ready endpoint. */
+    /** Every sample with more than one pod serving or more than one ready endpoint. */
     public synchronized List<Sample> overlaps() {
-        return samples.stream().filter(s -> s.ready().size() > 1 || s.endpoints().size() > 1).toList();
+        return samples.stream().filter(s -> s.serving().size() > 1 || s.endpoints().size() > 1).toList();
     }
 
     /** How many samples were taken. */
@@ -155,19 +179,19 @@ public final class ServingWatch implements AutoCloseable {
 
     /**
      * The first time at or after {@code since} (nanoTime) that a pod other than {@code not} (null: any pod)
-     * was Ready and a ready endpoint; empty while none was.
+     * served and was the ready endpoint; empty while none was.
      */
     public synchronized Optional<Long> firstServing(long since, String not) {
         return samples.stream().filter(s -> s.at() >= since)
-                .filter(s -> s.ready().stream().anyMatch(p -> !p.equals(not)) && s.endpoints().stream().anyMatch(p -> !p.equals(not)))
-                .filter(s -> s.ready().equals(s.endpoints()))
+                .filter(s -> s.serving().stream().anyMatch(p -> !p.equals(not)) && s.endpoints().stream().anyMatch(p -> !p.equals(not)))
+                .filter(s -> s.serving().equals(s.endpoints()))
                 .map(Sample::at).findFirst();
     }
 
-    /** The first time at or after {@code since} (nanoTime) that {@code pod} was not Ready or not a ready endpoint. */
+    /** The first time at or after {@code since} (nanoTime) that {@code pod} did not serve or was not a ready endpoint. */
     public synchronized Optional<Long> firstWithout(long since, String pod) {
         return samples.stream().filter(s -> s.at() >= since)
-                .filter(s -> !s.ready().contains(pod) || !s.endpoints().contains(pod)).map(Sample::at).findFirst();
+                .filter(s -> !s.serving().contains(pod) || !s.endpoints().contains(pod)).map(Sample::at).findFirst();
     }
 
     @Override

@@ -116,6 +116,8 @@ public final class WardenProcess implements AutoCloseable {
         Path socket = settings.stream().filter(s -> s.startsWith(SOCKET_SETTING)).findFirst()
                 .map(s -> Path.of(s.substring(SOCKET_SETTING.length()))).orElseGet(WardenProcess::switchSocket);
         options.add(SOCKET_SETTING + socket);
+        // warden step-down's socket beside it: the default, /tmp/warden, would be every test warden's.
+        options.add(CONTROL_SETTING + socket.resolveSibling("control.sock"));
         options.addAll(settings);
         // SIGINT at its default, as a terminal or a kubelet starts warden: a test run started as a background job of a
         // shell without job control inherits SIGINT ignored, which a JVM keeps ignored (ServeIT's SIGINT test).
@@ -133,6 +135,7 @@ public final class WardenProcess implements AutoCloseable {
     }
 
     private static final String SOCKET_SETTING = "-Dwarden.gate.supervisor.socket=";
+    private static final String CONTROL_SETTING = "-Dwarden.gate.control-socket=";
 
     /** A switch socket's path of its own, short enough for a Unix socket (the default, /run/warden, is the pod's). */
     public static Path switchSocket() {
@@ -158,6 +161,11 @@ public final class WardenProcess implements AutoCloseable {
             Thread.currentThread().interrupt();
             return false;
         }
+    }
+
+    /** Where {@code warden step-down} reaches this warden in gate mode. */
+    public Path controlSocket() {
+        return socket.resolveSibling("control.sock");
     }
 
     /** Where lilbee's supervisor reaches this warden in gate mode. */
