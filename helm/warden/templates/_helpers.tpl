@@ -115,8 +115,10 @@ the Lease after the renew deadline.
 
 {{- define "warden.containerSecurityContext" -}}
 runAsNonRoot: true
-runAsUser: 1001
-runAsGroup: 1001
+{{- with .Values.runAsUser }}
+runAsUser: {{ . }}
+runAsGroup: {{ . }}
+{{- end }}
 readOnlyRootFilesystem: true
 allowPrivilegeEscalation: false
 capabilities:

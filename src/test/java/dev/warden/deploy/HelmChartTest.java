@@ -302,7 +302,8 @@ class HelmChartTest {
 
     /**
      * What people expect of a chart: names overridden, images from a registry and pinned by digest, labels on the pods
-     * (not in the selector), topology spread, and a cluster older than the native sidecar refused.
+     * (not in the selector), topology spread, the UID left to a platform that assigns it, and a cluster older than the
+     * native sidecar refused.
      */
     @Test
     void namesImagesPodLabelsAndSpreadAreTheUsersToSet(@TempDir Path dir) throws IOException {
@@ -326,6 +327,12 @@ class HelmChartTest {
         assertEquals("ai", deployment.at("/spec/template/metadata/labels/team").asText());
         assertFalse(deployment.at("/spec/selector").toString().contains("team"), "never in the selector");
         assertEquals("kubernetes.io/hostname", pod.at("/topologySpreadConstraints/0/topologyKey").asText());
+        Path assigned = Files.writeString(dir.resolve("assigned.yaml"), "runAsUser: null\nmode: gate\n");
+        JsonNode openshift = kind(render(assigned), "Deployment").at("/spec/template/spec");
+        assertFalse(openshift.toString().contains("runAsUser") || openshift.toString().contains("fsGroup"),
+                "a platform that assigns the UID (OpenShift's restricted SCC) is left to: " + openshift.path("securityContext"));
+        assertTrue(openshift.at("/securityContext/runAsNonRoot").asBoolean());
+        assertEquals(1001, pod.at("/securityContext/fsGroup").asInt(), "by default every container runs as 1001");
         Path renamed = Files.writeString(dir.resolve("renamed.yaml"), "nameOverride: keeper\n");
         assertEquals("lib-keeper", kind(render(renamed), "Deployment").at("/metadata/name").asText());
         Exception old = assertThrows(Exception.class, () -> new Helm(CHART).template().withName("lib").withKubeVersion("1.28.9").call());

@@ -44,6 +44,19 @@ class KubernetesTypesInteropIT {
         return HelmChartTest.ciValues();
     }
 
+    /**
+     * The chart's README is what helm-docs makes of values.yaml's comments now (its own template, README.md.gotmpl):
+     * a value added or explained without generating it again fails here, naming the command.
+     */
+    @Test
+    void theChartReadmeIsTheOneHelmDocsGeneratesFromTheValues() throws Exception {
+        String generated = accepted("", tool("helm-docs"), "--chart-search-root", CHART.toString(), "--dry-run",
+                "--log-level", "error").output();
+        String committed = Files.readString(CHART.resolve("README.md"));
+        assertEquals(committed.strip(), generated.strip(), "helm/warden/README.md is not what values.yaml says: run"
+                + " helm-docs --chart-search-root helm/warden (go install github.com/norwoodj/helm-docs/cmd/helm-docs@v1.14.2)");
+    }
+
     @ParameterizedTest
     @MethodSource("ciValues")
     void everyCiValuesFilePassesHelmLintStrict(Path values) throws Exception {
