@@ -410,7 +410,8 @@ public class GateKeeper {
                 gateHolder(r), moment -> Instant.ofEpochSecond(0, r.wallOffsetNanos + moment.nanos()),
                 Optional.ofNullable(lease).map(l -> new GateSnapshot.LeaseView(l.name(), l.identity(), l.leading(),
                         l.holder(), l.renewed())),
-                r.lilbeeSwitch.report().map(LilbeeSwitch.Report::warm).orElse(OptionalLong.empty()));
+                r.lilbeeSwitch.report().map(LilbeeSwitch.Report::warm).orElse(OptionalLong.empty()),
+                seen != null && rounds.decision().settleAtElection(r.phase.watch(), seen, GateDecision.Lilbee.NONE).isEmpty());
         if (!next.equals(published.get())) {
             published.set(next);
         }

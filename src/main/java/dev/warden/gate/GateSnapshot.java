@@ -23,13 +23,15 @@ import java.util.function.Function;
  * @param lease in lease mode, the election's state
  * @param warm the pid of the process lilbee's supervisor has prepared for the next permit (lilbee's modules loaded,
  *     holding nothing), as the supervisor says: shown, never trusted
+ * @param settled whether an election now would let this pod's lilbee start at once: it has watched the gate file at
+ *     the path for the settle (or elects by a Lease); a standby that has not would wait out the rest first
  */
 public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, ServerLockState server, boolean started,
-        boolean serving, Optional<String> note, Optional<LeaseView> lease, OptionalLong warm) {
+        boolean serving, Optional<String> note, Optional<LeaseView> lease, OptionalLong warm, boolean settled) {
 
     public static GateSnapshot notStarted() {
         return new GateSnapshot(Phase.NOT_STARTED, null, new GateState.Waiting("not started"), new ServerLockState.NotInPod(),
-                false, false, Optional.empty(), Optional.empty(), OptionalLong.empty());
+                false, false, Optional.empty(), Optional.empty(), OptionalLong.empty(), false);
     }
 
     /**
@@ -37,10 +39,11 @@ public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, Serve
      * first round), {@code instant} turns the gate's monotonic moments into the wall clock's for the status.
      */
     static GateSnapshot of(Phase phase, LilbeePaths paths, GatePhase gatePhase, Optional<Step> step, Optional<Observation> seen,
-            OptionalLong gateHolder, Function<Moment, Instant> instant, Optional<LeaseView> lease, OptionalLong warm) {
+            OptionalLong gateHolder, Function<Moment, Instant> instant, Optional<LeaseView> lease, OptionalLong warm,
+            boolean settled) {
         if (step.isEmpty() || seen.isEmpty()) {
             return new GateSnapshot(phase, paths, new GateState.Waiting("not tried yet"), new ServerLockState.NotInPod(),
-                    false, false, Optional.empty(), lease, warm);
+                    false, false, Optional.empty(), lease, warm, false);
         }
         GateState gate = switch (gatePhase) {
             case GatePhase.Elected elected -> new GateState.Elected(instant.apply(elected.since()));
@@ -52,7 +55,7 @@ public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, Serve
         boolean running = phase == Phase.RUNNING;
         return new GateSnapshot(phase, paths, gate, server(step.get(), seen.get().server()),
                 running && (word instanceof Word.Start || word instanceof Word.Go), running && step.get().serving(),
-                Optional.of(step.get().reason()), lease, warm);
+                Optional.of(step.get().reason()), lease, warm, settled);
     }
 
     private static ServerLockState server(Step step, Observation.Server server) {

@@ -173,10 +173,10 @@ class KubeletInteropIT {
                     forced.add(release.failover("force-delete", release::forceDelete));
                 }
             }
-            // Each round's standby is the pod the round before made: elected before it has watched the gate file for a settle
-            // (10 s), it waits out the rest first (a gate file new to it may have been replaced under another pod's lilbee).
-            report("gate (role), delete of the serving pod (a standby of seconds), median of " + deleted.size(), median(deleted));
-            report("gate (role), force-delete of the serving pod (a standby of seconds), median of " + forced.size(), median(forced));
+            // Each round's standby is the pod the round before made, Ready (routable) once it has watched the gate file for
+            // the settle, so that, elected, its lilbee starts at once.
+            report("gate (role), delete of the serving pod, median of " + deleted.size(), median(deleted));
+            report("gate (role), force-delete of the serving pod, median of " + forced.size(), median(forced));
             // Switchovers: the serving pod hands over on purpose and stands by again, warm.
             List<Duration> switched = new ArrayList<>();
             for (int round = 0; round < SWITCHOVERS; round++) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.warden.testing.Await;
 import dev.warden.testing.Command;
 import dev.warden.testing.ControlPlane;
+import dev.warden.testing.Kubectl;
 import dev.warden.testing.LeaseWardens;
 import dev.warden.testing.WardenProcess;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -142,6 +143,55 @@ class RoleRoutingInteropIT {
             Await.until("the Events on the pods", Duration.ofSeconds(30), () -> events(primary).contains("Elected")
                     && events(primary).contains("Serving") && events(standby).contains("Elected"));
         }
+    }
+
+    /**
+     * gate.role.admissionPolicy: the chart's ValidatingAdmissionPolicy narrows what RBAC cannot. With a token bound to
+     * one pod (as the projected token in that pod is), warden's ServiceAccount may set that pod's role label to primary
+     * or standby, and nothing else: not another pod's label, not another label, not an annotation, not another value;
+     * and a token bound to no pod changes nothing. Another user (the admin) is not concerned.
+     */
+    @Test
+    void theAdmissionPolicyLetsWardenChangeOnlyItsOwnPodsRoleLabel() throws Exception {
+        String namespace = "role-policy";
+        plane.restrictedNamespace(namespace);
+        Command.Run install = KubernetesTypesInteropIT.run("", KubernetesTypesInteropIT.tool("helm"), "install", "p", "helm/warden",
+                "-f", "helm/warden/ci/gate-role-values.yaml", "--set", "gate.role.admissionPolicy=true", "--namespace", namespace,
+                "--kubeconfig", plane.kubeconfig().toString());
+        assertEquals(0, install.exitCode(), install.output());
+        Await.until("the Deployment's two pods", Duration.ofSeconds(60), () -> plane.poll("-n", namespace, "get", "pods", "-o",
+                "jsonpath={.items[*].metadata.name}").map(n -> n.trim().split("\\s+").length == 2).orElse(false));
+        String[] names = plane.poll("-n", namespace, "get", "pods", "-o", "jsonpath={.items[*].metadata.name}").orElseThrow()
+                .trim().split("\\s+");
+        String own = names[0];
+        String other = names[1];
+        Kubectl bound = new Kubectl(plane.kubeconfigOf(namespace, "p-warden-gate", own));
+        Kubectl unbound = new Kubectl(plane.kubeconfigOf(namespace, "p-warden-gate"));
+        // The policy takes effect within a moment of its creation: the first allowed change waits for it to be seen.
+        Await.until("the policy in force", Duration.ofSeconds(30), () -> {
+            try {
+                return refused(bound.run(null, "-n", namespace, "label", "pod", other, LABEL + "=primary", "--overwrite"));
+            } catch (java.io.IOException | InterruptedException e) {
+                return false;
+            }
+        });
+        assertEquals(0, bound.run(null, "-n", namespace, "label", "pod", own, LABEL + "=primary", "--overwrite").exitCode());
+        assertEquals(0, bound.run(null, "-n", namespace, "label", "pod", own, LABEL + "=standby", "--overwrite").exitCode());
+        for (Command.Run denied : List.of(
+                bound.run(null, "-n", namespace, "label", "pod", other, LABEL + "=standby", "--overwrite"),
+                bound.run(null, "-n", namespace, "label", "pod", own, "team=ai"),
+                bound.run(null, "-n", namespace, "annotate", "pod", own, "note=x"),
+                bound.run(null, "-n", namespace, "label", "pod", own, LABEL + "=leader", "--overwrite"),
+                unbound.run(null, "-n", namespace, "label", "pod", own, LABEL + "=primary", "--overwrite"))) {
+            assertTrue(refused(denied), denied.output());
+        }
+        assertEquals(0, new Kubectl(plane.kubeconfig()).run(null, "-n", namespace, "label", "pod", other, "team=ai").exitCode(),
+                "another user is not concerned");
+    }
+
+    /** Refused by the chart's policy, saying so. */
+    private static boolean refused(Command.Run run) {
+        return run.exitCode() != 0 && run.output().contains("ValidatingAdmissionPolicy");
     }
 
     @Test

@@ -145,6 +145,12 @@ class GateModeIT {
                     "--mode", "gate", "--data-root", root.toString());
                     Supervised lilbeeB = Supervised.standIn("gate-switch-b", second.socket(), serverLock, SUPERVISOR)) {
                 second.awaitJson("/api/v1/status", "/gate/state", s -> s.asText().equals("standby"));
+                // Role routing's readiness: a standby is routable once it could serve at once if elected, having watched
+                // the gate file for the settle; a fresh one is not before.
+                JsonNode routable = check(second, "/q/health/group/routable", "gate-routable");
+                assertEquals(routable.path("status").asText().equals("UP"), routable.at("/data/settled").asBoolean(), routable.toString());
+                second.awaitStatus("/q/health/group/routable", 200);
+                assertEquals(200, first.status("/q/health/group/routable"), "the serving pod is routable");
                 OverlapCheck overlap = new OverlapCheck(lilbeeA, lilbeeB);
                 Map<String, String> atFirst = Map.of("WARDEN_GATE_CONTROL_SOCKET", first.controlSocket().toString());
                 WardenProcess.Result stepped = WardenProcess.run(atFirst, "step-down");

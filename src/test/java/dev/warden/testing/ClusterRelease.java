@@ -38,8 +38,12 @@ public final class ClusterRelease implements AutoCloseable {
             "--set-string", "lilbee.image.tag=0.6.90b449", "--set", "lilbee.image.pullPolicy=Never");
     /** Gate mode routed by readiness: only the serving pod is Ready. */
     public static final List<String> GATE = Stream.concat(GATE_DEFAULT.stream(), Stream.of("--set", "gate.routing=readiness")).toList();
-    /** Gate mode routing clients by role: every healthy pod Ready, the Service selecting the pod labelled primary. */
-    public static final List<String> GATE_ROLE = Stream.concat(GATE_DEFAULT.stream(), Stream.of("--set", "gate.routing=role")).toList();
+    /**
+     * Gate mode routing clients by role: every healthy pod Ready, the Service selecting the pod labelled primary; with
+     * the chart's admission policy, so warden's own label changes are seen to pass it.
+     */
+    public static final List<String> GATE_ROLE = Stream.concat(GATE_DEFAULT.stream(), Stream.of("--set", "gate.routing=role",
+            "--set", "gate.role.admissionPolicy=true")).toList();
     /** Gate mode elected through a Lease, one pod per node (file locks do not meet across the nodes), routed by default. */
     public static final List<String> GATE_LEASE = Stream.concat(GATE_DEFAULT.stream(), Stream.of("--set", "gate.election=lease",
             "--set-json", "affinity={\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":"

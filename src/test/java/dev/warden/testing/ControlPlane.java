@@ -136,7 +136,19 @@ public final class ControlPlane implements AutoCloseable {
      * with that token in place of the admin's certificate, so that only the account's Role allows anything.
      */
     public Path kubeconfigOf(String namespace, String account) throws IOException, InterruptedException {
-        String token = ok(null, "create", "token", "-n", namespace, account).trim();
+        return kubeconfigOf(namespace, account, null);
+    }
+
+    /**
+     * The same with a token bound to pod {@code pod} (null: none), as a projected token in that pod is: the API server
+     * then names the pod in the request's user (extra {@code authentication.kubernetes.io/pod-name}).
+     */
+    public Path kubeconfigOf(String namespace, String account, String pod) throws IOException, InterruptedException {
+        List<String> create = new ArrayList<>(List.of("create", "token", "-n", namespace, account));
+        if (pod != null) {
+            create.addAll(List.of("--bound-object-kind", "Pod", "--bound-object-name", pod));
+        }
+        String token = ok(null, create.toArray(String[]::new)).trim();
         String admin = Files.readString(kubeconfig);
         String server = admin.lines().filter(l -> l.trim().startsWith("server:")).findFirst().orElseThrow().trim();
         String ca = admin.lines().filter(l -> l.trim().startsWith("certificate-authority")).findFirst().orElseThrow().trim();
