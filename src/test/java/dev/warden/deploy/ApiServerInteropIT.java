@@ -76,7 +76,7 @@ class ApiServerInteropIT {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar", "gate"})
+    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar", "gate", "gate-lease"})
     void everyOverlayIsAdmittedAndItsPodsAreCreated(String overlay) throws Exception {
         String namespace = "kustomize-" + overlay;
         plane.restrictedNamespace(namespace);

@@ -92,7 +92,7 @@ class KubernetesTypesInteropIT {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar", "gate"})
+    @ValueSource(strings = {"emptydir", "pvc", "classic-sidecar", "gate", "gate-lease"})
     void eachKustomizeOverlayDecodesStrictly(String overlay) throws Exception {
         Command.Run decoded = accepted("", tool("kubecheck"), "--kustomize", "k8s/overlays/" + overlay);
         assertTrue(decoded.output().contains("ok apps/v1 Deployment warden"), decoded.output());
