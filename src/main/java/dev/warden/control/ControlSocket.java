@@ -1,6 +1,7 @@
 package dev.warden.control;
 
 import dev.warden.gate.GateKeeper;
+import dev.warden.lock.FileLocker;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -9,11 +10,15 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
 import java.time.Duration;
+import java.util.Set;
 import java.util.concurrent.Semaphore;
 import jdk.net.ExtendedSocketOptions;
 import org.jboss.logging.Logger;
@@ -73,7 +78,11 @@ public final class ControlSocket implements AutoCloseable {
         this.acceptor = Thread.ofVirtual().name("control-socket").start(this::accept);
     }
 
-    /** Listens at {@code path} (bound under a name of its own, made warden's alone, then renamed over it). */
+    /**
+     * Listens at {@code path} (bound under a name of its own, made warden's alone, then renamed over it), in a directory
+     * that is warden's own and nobody else may write: else another user could swap the socket for one of its own
+     * between the bind and the look at its owner, whom the socket then answers.
+     */
     public static ControlSocket open(Path path, GateKeeper gate) throws IOException {
         Path dir = path.toAbsolutePath().getParent();
         try {
@@ -82,13 +91,14 @@ public final class ControlSocket implements AutoCloseable {
             throw new IOException("cannot create " + dir + " for the control socket (" + e.getMessage() + "): set"
                     + " warden.gate.control-socket to a path in a directory only warden's container mounts", e);
         }
+        ownedByWardenAlone(dir);
         Path bound = dir.resolve(".control-" + ProcessHandle.current().pid() + ".sock");
         Files.deleteIfExists(bound);
         ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         try {
             server.bind(UnixDomainSocketAddress.of(bound), MAX_CONNECTIONS);
             Files.setPosixFilePermissions(bound, PosixFilePermissions.fromString("rw-------"));
-            UserPrincipal owner = Files.getOwner(bound);
+            UserPrincipal owner = Files.getOwner(bound, LinkOption.NOFOLLOW_LINKS);
             Files.move(bound, path, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             return new ControlSocket(path, server, owner, gate);
         } catch (IOException e) {
@@ -96,6 +106,19 @@ public final class ControlSocket implements AutoCloseable {
             Files.deleteIfExists(bound);
             throw new IOException("cannot listen at " + path + " for warden step-down: " + e.getMessage() + ". Set"
                     + " warden.gate.control-socket to a writable path", e);
+        }
+    }
+
+    /** {@code dir} is a directory (not a link to one) of warden's own UID, which no group or other user may write. */
+    private static void ownedByWardenAlone(Path dir) throws IOException {
+        PosixFileAttributes attributes = Files.readAttributes(dir, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        Object uid = Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+        Set<PosixFilePermission> perms = attributes.permissions();
+        if (!attributes.isDirectory() || !String.valueOf(uid).equals(FileLocker.currentUid())
+                || perms.contains(PosixFilePermission.GROUP_WRITE) || perms.contains(PosixFilePermission.OTHERS_WRITE)) {
+            throw new IOException(dir + " is not a directory of warden's own (UID " + FileLocker.currentUid() + ") that no"
+                    + " one else may write, so the control socket cannot be trusted there: set warden.gate.control-socket to a"
+                    + " path in such a directory (the chart's /tmp is warden's container's alone)");
         }
     }
 
