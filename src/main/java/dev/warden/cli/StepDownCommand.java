@@ -30,8 +30,8 @@ import picocli.CommandLine.Spec;
         description = {
             "Gate mode: hand the data dir to a standby on purpose (a switchover). The warden serving in this container"
                     + " tells lilbee to stop and lets the gate go; a standby's warden is elected and its lilbee, waiting"
-                    + " warm, starts. This pod stands by, and contends again after warden.gate.handover-after (10 s): with"
-                    + " no standby, it serves again.",
+                    + " warm, starts. This pod stands by, and contends again a second after nothing of it holds the gate:"
+                    + " with no standby, it serves again.",
             "Run it where lilbee serves (GET /api/v1/role answers 200 on that pod): kubectl exec POD -c warden -- warden"
                     + " step-down. It asks the warden of this container through warden.gate.control-socket, which answers"
                     + " warden's own user alone; with --url, a warden anywhere through its API, with warden.api.token.",
