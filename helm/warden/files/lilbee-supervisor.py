@@ -15,8 +15,9 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
   share; warden renews it while lilbee may run. When it ends, or warden withdraws it, lilbee's process group
   gets SIGTERM, and SIGKILL after --grace. A supervisor that cannot reach warden lets the permit run out.
 - lilbee is started again only on a new permit: a lilbee that exits waits for warden, never for an old one.
-  A quick exit of lilbee's own waits longer each time (1 s doubling to 30 s; 1 s again after a minute's run); a
-  lilbee the supervisor stopped starts again on the next permit at once.
+  As the kubelet restarts a container, an exit of lilbee's own is started again at once the first time, then after
+  a pause that doubles (1 s to 30 s; none again after a minute's run); a lilbee the supervisor stopped starts again on
+  the next permit at once.
 - No lilbee runs before --start-after seconds from the supervisor's own start: the kubelet's liveness probe on
   --health-port (initialDelaySeconds, the same number) watches it from then, so it is never killed for being slow
   to start on a loaded node, and never has a lilbee before the probe that would stop a stalled one is watching.
@@ -31,7 +32,9 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
   its own) imports lilbee's command and the modules named, then waits on a socket pair only this supervisor holds,
   holding no lock and serving nothing. A permit's start hands it the gate lock, and lilbee's command runs in that
   process, its imports already done; with none ready, lilbee starts cold as without --prepare. It is told nothing
-  else, and exits when the supervisor goes.
+  else, and exits when the supervisor goes. With --spare, one is prepared while lilbee runs too: a lilbee that
+  crashes starts again warm. None is started within --prepare-after of the supervisor's start or a lilbee's start or
+  exit, which have the CPU first: the start of a pod that replaces one lost, the start of the new lilbee elsewhere.
 
 The rules are the class Rules, held to src/test/python/supervisor_cases.json, the table warden's simulation
 holds its model of them to as well. Standard library only: any lilbee image has python3.
@@ -97,7 +100,7 @@ class Rules:
         self.stopping_since = 0
         self.killed = False
         self.next_start = not_before
-        self.pause = first_pause
+        self.pause = 0
         self.terminating = None
 
     def accepts_gate(self):
@@ -128,10 +131,12 @@ class Rules:
                 self.has_gate = False
                 actions.append(("release",))
             if now - self.started_at >= self.calm:
-                self.pause = self.first_pause
+                self.pause = 0
             if crashed:
+                # As the kubelet restarts a container: the first crash after a calm run at once, then a pause
+                # that doubles, so a crash loop cannot spin.
                 self.next_start = now + self.pause
-                self.pause = min(self.pause * 2, self.max_pause)
+                self.pause = min(max(self.pause * 2, self.first_pause), self.max_pause)
             else:
                 self.next_start = now
             if self.terminating is not None:
@@ -344,7 +349,7 @@ class Warm:
             log("lilbee starts cold: %s" % why)
 
     def keep(self, now):
-        """A prepared process waiting: started when there is none (the caller asks only while no lilbee runs)."""
+        """A prepared process waiting: started when there is none (the caller asks while no lilbee runs, or for a spare)."""
         if self.runner is None:
             return
         if self.process is not None:
@@ -592,7 +597,7 @@ def main(argv):
         " is no longer so. Everything after -- is lilbee's command.",
         epilog="Example (what warden's chart runs):\n"
         "  python3 lilbee-supervisor.py --socket /run/warden/switch.sock --health-port 8081 --start-after 2 \\\n"
-        "      --prepare 'lilbee.cli,lilbee.server.*' -- lilbee serve --port 8080\n\n"
+        "      --prepare 'lilbee.cli,lilbee.server.*' --prepare-after 5 --spare -- lilbee serve --port 8080\n\n"
         "Exit codes: lilbee's, once a SIGTERM or SIGINT passed on to it has ended it (0 when none ran); 2: usage.",
     )
     parser.add_argument("--socket", default=os.environ.get("WARDEN_SWITCH_SOCKET", "/run/warden/switch.sock"),
@@ -612,6 +617,14 @@ def main(argv):
                         " modules (for lilbee: lilbee.cli,lilbee.server.*): lilbee then waits warm in a prepared"
                         " process and runs in it on a permit, its imports done; lilbee's command must be a Python"
                         " script or python -m. Empty: lilbee starts cold (default: $WARDEN_SWITCH_PREPARE)")
+    parser.add_argument("--prepare-after", type=float, default=os.environ.get("WARDEN_SWITCH_PREPARE_AFTER") or "0",
+                        help="with --prepare, start no prepared process within this many seconds of the supervisor's"
+                        " start or of a lilbee's start or exit: those have the CPU first (default:"
+                        " $WARDEN_SWITCH_PREPARE_AFTER, else %(default)s)")
+    parser.add_argument("--spare", action="store_true", default=os.environ.get("WARDEN_SWITCH_SPARE", "") == "1",
+                        help="with --prepare, keep a prepared process while lilbee runs too, so that a lilbee that crashes"
+                        " starts again warm; it costs a second loaded Python's memory (default: on if $WARDEN_SWITCH_SPARE"
+                        " is 1)")
     parser.add_argument("--prepared", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--warden-uid", type=int, default=os.geteuid(),
                         help="the UID warden runs as: a socket served by any other is not believed (default: this"
@@ -630,8 +643,8 @@ def main(argv):
     modules = [m.strip() for m in args.prepare.split(",") if m.strip()]
     if args.prepared is not None:
         return prepared(args.prepared, modules, command)
-    if args.validity <= 0 or args.grace <= 0 or args.start_after < 0:
-        parser.error("--validity and --grace must be positive, --start-after not negative")
+    if args.validity <= 0 or args.grace <= 0 or args.start_after < 0 or args.prepare_after < 0:
+        parser.error("--validity and --grace must be positive, --start-after and --prepare-after not negative")
     return Supervisor(args, command, modules, started).run()
 
 
@@ -639,6 +652,10 @@ class Supervisor:
     def __init__(self, args, command, modules, started):
         self.command = command
         self.warm = Warm(command, modules) if modules else None
+        self.spare = args.spare
+        self.prepare_after = int(args.prepare_after * SECOND)
+        # No prepared process before this moment: something else has the CPU first.
+        self.prepare_from = started + self.prepare_after
         self.rules = Rules(int(args.validity * SECOND), int(args.grace * SECOND),
                            not_before=started + int(args.start_after * SECOND))
         self.warden = Warden(args.socket, args.warden_uid)
@@ -706,12 +723,14 @@ class Supervisor:
                 code = 128 - rc if rc < 0 else rc
                 log("lilbee exited (%d)%s" % (code, "" if self.rules.terminating else "; started again on warden's next permit"))
                 self.lilbee = None
+                self.prepare_from = now + self.prepare_after
                 result = self.apply(now, "exited", code)
                 if result is not None:
                     return result
         for line, fds in self.warden.receive():
             self.hear(now, line, fds)
-        if self.warm is not None and self.lilbee is None and self.rules.terminating is None:
+        if self.warm is not None and self.rules.terminating is None and now >= self.prepare_from and (
+                self.lilbee is None or self.spare):
             self.warm.keep(now)
         self.apply(now, "tick")
         if self.health:
@@ -794,12 +813,14 @@ class Supervisor:
             log("warden's permit: starting lilbee in its prepared process (pid %d)" % prepared.pid)
             self.lilbee = prepared
             self.launched_at = now
+            self.prepare_from = now + self.prepare_after
             return
         log("warden's permit: starting lilbee")
         try:
             self.lilbee = subprocess.Popen(self.command, pass_fds=(self.gate_fd,) if self.gate_fd is not None else (),
                                            start_new_session=True)
             self.launched_at = now
+            self.prepare_from = now + self.prepare_after
         except OSError as e:
             log("cannot start %s: %s" % (self.command[0], e.strerror or e))
             self.lilbee = None

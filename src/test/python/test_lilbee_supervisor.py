@@ -562,6 +562,53 @@ class Warm(Pod):
         self.assertIn(second, self.importers(), "started in a prepared process")
         self.assertTrue(holds_flock(second, self.server_lock))
 
+    def serving_pids(self):
+        return [int(s.split()[1]) for s in self.lilbee_states() if s.startswith("serving")]
+
+    def test_with_a_spare_a_lilbee_that_crashes_starts_again_in_a_process_prepared_while_it_ran(self):
+        warden = self.warden()
+        self.supervise("--spare", "--prepare-after", "0.5")
+        warden.accept()
+        first = self.warm_pid(warden)
+        self.permit(warden, 5)
+        self.assertEqual([first], wait_for("lilbee serving", self.serving_pids))
+        spare = self.warm_pid(warden, other_than=first)
+        time.sleep(0.3)
+        self.assertIn(spare, self.importers(), "the spare loaded the modules named")
+        self.assertEqual([], locks_of(spare), "a spare holds no lock")
+        self.assertFalse(listens(spare), "a spare serves nothing")
+        self.assertEqual([first], self.serving_pids(), "lilbee's own code has not run in the spare")
+        os.kill(first, signal.SIGKILL)
+        warden.report(lambda line: line == "lilbee none")
+        self.permit(warden, 5)
+        self.assertEqual([first, spare], wait_for("lilbee serving again", lambda: self.serving_pids()[1:] and self.serving_pids()))
+        self.assertIn("starting lilbee in its prepared process (pid %d)" % spare, self.output())
+        self.assertTrue(holds_flock(spare, self.gate_lock) and holds_flock(spare, self.server_lock))
+
+    def test_no_process_is_prepared_within_prepare_after_of_the_supervisors_start_or_a_lilbees_exit(self):
+        warden = self.warden()
+        self.supervise("--prepare-after", "1.5")
+        warden.accept()
+        started = time.monotonic()
+        first = self.warm_pid(warden)
+        self.assertGreaterEqual(time.monotonic() - started, 1.2, "prepared within --prepare-after of the start")
+        self.permit(warden, 5)
+        self.assertEqual(first, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False)))
+        os.kill(first, signal.SIGKILL)
+        warden.report(lambda line: line == "lilbee none")
+        exited = time.monotonic()
+        self.warm_pid(warden, other_than=first)
+        self.assertGreaterEqual(time.monotonic() - exited, 1.2, "prepared within --prepare-after of lilbee's exit")
+
+    def test_without_a_spare_nothing_is_prepared_while_lilbee_runs(self):
+        warden, _, first = self.serving(5)
+        heard = []
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            heard += warden.lines()
+        self.assertEqual({"warm none"}, {line for line in heard if line.startswith("warm ")}, self.output())
+        self.assertEqual([first], self.importers(), "the one prepared process, lilbee now")
+
     def test_a_prepared_lilbee_that_has_not_taken_its_go_is_not_reported_as_lilbee(self):
         warden = self.warden()
         self.supervise()

@@ -1,9 +1,10 @@
 """A stand-in for `lilbee serve`, for the tests and soaks that need many: it takes server.lock as lilbee's filelock
 does (an exclusive flock, asked again every 50 ms, for 15 s, then exit 3), says so on one line of its state file
 ("serving <pid> <device> <inode>"), and holds it until it dies. On SIGTERM it writes "term <pid>" there first, and
-exits 143 unless told to ignore it.
+exits 143 unless told to ignore it; told to linger, it lets server.lock go first, as lilbee's serve does last thing,
+writes "released <pid>", and exits that many seconds later (lilbee's own interpreter takes 0.6 s to exit).
 
-    python3 lilbee_stand_in.py <server.lock> <state file> [ignore-term]
+    python3 lilbee_stand_in.py <server.lock> <state file> [ignore-term] [linger=SECONDS]
 """
 
 import fcntl
@@ -13,7 +14,9 @@ import sys
 import time
 
 lock, state = sys.argv[1], sys.argv[2]
-ignore_term = len(sys.argv) > 3 and sys.argv[3] == "ignore-term"
+ignore_term = "ignore-term" in sys.argv[3:]
+linger = next((float(a.split("=", 1)[1]) for a in sys.argv[3:] if a.startswith("linger=")), None)
+fd = None
 
 
 def say(line):
@@ -23,8 +26,14 @@ def say(line):
 
 def term(signum, frame):
     say("term %d" % os.getpid())
-    if not ignore_term:
-        os._exit(143)
+    if ignore_term:
+        return
+    if linger is not None and fd is not None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+        say("released %d" % os.getpid())
+        time.sleep(linger)
+    os._exit(143)
 
 
 signal.signal(signal.SIGTERM, term)

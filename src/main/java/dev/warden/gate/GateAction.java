@@ -8,10 +8,21 @@ public sealed interface GateAction {
     }
 
     /**
-     * Close this warden's descriptor of the gate lock. Never an unlock: a lilbee holding the same open file keeps the
-     * gate locked until it is gone.
+     * Close this warden's descriptors of the gate lock (held or retired). Never an unlock: a lilbee holding the same
+     * open file keeps the gate locked until it is gone.
      */
     record ReleaseGate() implements GateAction {
+    }
+
+    /** Stop holding the gate lock but keep its descriptor, for an {@link UnlockGate} once this pod's lilbee is done. */
+    record RetireGate() implements GateAction {
+    }
+
+    /**
+     * Unlock the retired gate lock's open file, then close it: the lock ends for this pod's lilbee too, which holds the
+     * same open file and has let server.lock go (it serves no more) but has not exited yet.
+     */
+    record UnlockGate() implements GateAction {
     }
 
     /** Lease mode: let the Lease go and stay out of the election long enough for another warden to take it. */

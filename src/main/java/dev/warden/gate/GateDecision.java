@@ -2,6 +2,7 @@ package dev.warden.gate;
 
 import dev.warden.gate.GateAction.Word;
 import dev.warden.gate.GatePhase.Elected;
+import dev.warden.gate.GatePhase.Leaving;
 import dev.warden.gate.GatePhase.Proven;
 import dev.warden.gate.GatePhase.Standby;
 import dev.warden.gate.GatePhase.Watch;
@@ -11,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * The gate, decided: one pure function from where this warden stands and one round's look at the world to where it
@@ -21,7 +23,8 @@ import java.util.Optional;
  * <ul>
  *   <li>{@link #whyNotElected}: a pod's lilbee may run only while its warden holds the gate lock on the file at the
  *       path (and, in lease mode, leads the Lease). lilbee inherits that very lock from its supervisor, so the gate
- *       stays locked until it is gone: the kernel elects nobody else before.
+ *       stays locked until it is gone: the kernel elects nobody else before. One exception, {@link #leavingNow}: a
+ *       warden that stepped down unlocks it for its serving lilbee once that one has let server.lock go.
  *   <li>{@link #settleAtElection}: the one way around that is a gate file replaced (a reset deletes it, any writer of
  *       the data dir can rename it), which leaves another pod's lilbee on the old one. Elected on a file it has not
  *       watched at the path for {@link GateTimings#settle()}, a pod waits until that long after it first saw it: by
@@ -130,7 +133,24 @@ public class GateDecision {
         if (seen.gate() instanceof Observation.Gate.Held) {
             actions.add(new GateAction.ReleaseGate());
         }
+        Optional<Leaving> leaving = phase instanceof Standby standby ? standby.leaving() : Optional.empty();
         Moment contendFrom = phase instanceof Standby standby ? standby.contendFrom() : seen.now();
+        if (leaving.isPresent()) {
+            switch (leavingNow(leaving.get(), seen)) {
+                case DONE_SERVING -> {
+                    actions.add(new GateAction.UnlockGate());
+                    leaving = Optional.empty();
+                    // Nothing of this pod holds the gate from here: held back as after its lilbee's exit.
+                    contendFrom = Moment.earliest(contendFrom, seen.now().plus(HOLD_BACK_AFTER_STOP));
+                }
+                case GONE -> {
+                    actions.add(new GateAction.ReleaseGate());
+                    leaving = Optional.empty();
+                }
+                case SERVING -> {
+                }
+            }
+        }
         contendFrom = holdBackUntil(contendFrom, seen);
         boolean yielding = seen.now().isBefore(contendFrom);
         if (!yielding && (seen.lease().isEmpty() || seen.lease().get().leading(seen.now()))) {
@@ -140,8 +160,35 @@ public class GateDecision {
         actions.add(new GateAction.Say(stop));
         String reason = (phase instanceof Elected ? "not elected any more: " : "standing by: ") + why
                 + (yielding ? "; holding back after a handover, so that a standby takes the gate" : "");
-        return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd, contendFrom), actions, reason,
+        return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd, contendFrom, leaving), actions, reason,
                 lilbee(Optional.empty(), seen, seen.now()), stop);
+    }
+
+    /** What became of the lilbee a warden stepped down from. */
+    enum LeavingState {
+        /** It holds server.lock, or cannot be seen to hold the gate lock: it may serve still. */
+        SERVING,
+        /** It still holds the gate lock but no server.lock, at the path or the one it served: it serves no more. */
+        DONE_SERVING,
+        /** That instance is no longer reported (exited, or its supervisor gone): its lock ends with it. */
+        GONE
+    }
+
+    /**
+     * Whether the lilbee this warden stepped down from is done serving. lilbee lets server.lock go last thing in
+     * {@code serve}, once its server and its engine have stopped, and then only exits; bare lilbee's successor takes
+     * over right then, and so may a standby. Done only on a positive look: the same instance seen holding the gate
+     * lock and not holding server.lock (a look at its descriptors that failed sees neither).
+     */
+    LeavingState leavingNow(Leaving leaving, Observation seen) {
+        Optional<Observation.Lilbee> running = seen.supervisor().lilbee()
+                .filter(l -> l.pid() == leaving.lilbee().pid() && l.startTicks() == leaving.lilbee().startTicks());
+        if (running.isEmpty()) {
+            return LeavingState.GONE;
+        }
+        Set<FileId> holds = running.get().holds();
+        boolean onServer = holds.contains(leaving.lilbee().file()) || seen.server().atPath().filter(holds::contains).isPresent();
+        return !onServer && holds.contains(leaving.gate()) ? LeavingState.DONE_SERVING : LeavingState.SERVING;
     }
 
     private Step whileElected(GatePhase phase, Watch watch, Observation seen, Moment permitsBefore) {
@@ -156,7 +203,7 @@ public class GateDecision {
             proven = Optional.empty();
         }
         if (before != null && seen.stepDown().filter(asked -> !asked.isBefore(before.since())).isPresent()) {
-            return stepDown(before, watch, seen, lilbee, permitsBefore);
+            return stepDown(before, watch, seen, lilbee, proven, permitsBefore);
         }
         Moment since = before == null ? now : before.since();
         Optional<Moment> settleUntil = before == null ? settleAtElection(watch, seen, lilbee) : before.settleUntil();
@@ -318,10 +365,13 @@ public class GateDecision {
      * Asked to step down while elected (a switchover, or this pod going away): lilbee is told to stop and the gate goes
      * to a standby, this warden holding back from contending again ({@link #holdBackUntil}) so that a standby waiting
      * for it takes it (with none, this pod does, and serves again). In file mode the gate lock is let go at once: lilbee
-     * holds it (its supervisor passed it on with the permit) until it is gone, so the kernel elects nobody sooner. In
-     * lease mode the Lease goes once the supervisor says its stop is done, or once no permit given can be used any more.
+     * holds it (its supervisor passed it on with the permit) until it is gone, so the kernel elects nobody sooner; a
+     * serving lilbee's is retired rather than closed, to be unlocked once it has let server.lock go ({@link
+     * #leavingNow}). In lease mode the Lease goes once the supervisor says its stop is done, or once no permit given can
+     * be used any more.
      */
-    private Step stepDown(Elected before, Watch watch, Observation seen, Lilbee lilbee, Moment permitsEnd) {
+    private Step stepDown(Elected before, Watch watch, Observation seen, Lilbee lilbee, Optional<Proven> proven,
+            Moment permitsEnd) {
         if (!mayLetGoAtStepDown(seen, permitsEnd)) {
             Word stop = new Word.Stop("stepping down, as asked: the Lease goes once lilbee has stopped");
             return new Step(new Elected(watch, before.since(), before.settleUntil(), before.proven(), before.unservedSince(),
@@ -330,13 +380,19 @@ public class GateDecision {
         }
         Moment now = seen.now();
         Word stop = new Word.Stop("stepped down, as asked");
-        List<GateAction> actions = new ArrayList<>(List.of(new GateAction.Say(stop), new GateAction.ReleaseGate()));
+        Optional<Leaving> leaving = Optional.empty();
+        if (seen.lease().isEmpty() && lilbee.state() == LilbeeState.SERVING && proven.isPresent()
+                && seen.gate() instanceof Observation.Gate.Held held) {
+            leaving = Optional.of(new Leaving(proven.get(), held.file()));
+        }
+        List<GateAction> actions = new ArrayList<>(List.of(new GateAction.Say(stop),
+                leaving.isPresent() ? new GateAction.RetireGate() : new GateAction.ReleaseGate()));
         if (seen.lease().isPresent()) {
             actions.add(new GateAction.StepAside());
         }
         Moment contendFrom = now.plus(timings.handoverAfter());
-        return new Step(new Standby(watch, now, permitsEnd, contendFrom), actions, "stepped down, as asked: this pod's lilbee"
-                + " stops and the gate goes to a standby", lilbee, stop);
+        return new Step(new Standby(watch, now, permitsEnd, contendFrom, leaving), actions, "stepped down, as asked: this"
+                + " pod's lilbee stops and the gate goes to a standby", lilbee, stop);
     }
 
     /**

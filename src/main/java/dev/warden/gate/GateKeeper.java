@@ -182,6 +182,16 @@ public class GateKeeper {
         }
 
         @Override
+        public void retireGate() {
+            gate.retire();
+        }
+
+        @Override
+        public void unlockGate() {
+            gate.unlock();
+        }
+
+        @Override
         public void stepAside() {
             GateElection election = lease;
             if (election != null) {

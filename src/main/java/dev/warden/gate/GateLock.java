@@ -3,6 +3,7 @@ package dev.warden.gate;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
+import dev.warden.lock.Posix;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
@@ -23,6 +24,8 @@ final class GateLock implements AutoCloseable {
     private final Path path;
     private final Duration errorRetry;
     private HeldLock held;
+    /** The lock let go while this pod's stopping lilbee holds the same open file: kept, to be unlocked for everyone. */
+    private HeldLock retired;
     private CompletableFuture<HeldLock> waiting;
     /** Why the lock cannot be taken, and when to try again. */
     private String unlockable;
@@ -98,11 +101,42 @@ final class GateLock implements AutoCloseable {
         });
     }
 
-    /** This warden's descriptor of the lock, closed: a lilbee given the same open file keeps the gate locked. */
+    /** This warden's descriptors of the lock, closed: a lilbee given the same open file keeps the gate locked. */
     void release() {
         if (held != null) {
             held.close();
             held = null;
+        }
+        if (retired != null) {
+            retired.close();
+            retired = null;
+        }
+    }
+
+    /** No longer this warden's: the lock is kept only so that {@link #unlock} can end it for this pod's lilbee too. */
+    void retire() {
+        if (held != null) {
+            if (retired != null) {
+                retired.close();
+            }
+            retired = held;
+            held = null;
+        }
+    }
+
+    /**
+     * The retired lock unlocked, for this pod's lilbee too, which holds the same open file until it has exited: the
+     * gate is free at once. A failure leaves it to that lilbee's exit, as a closed descriptor does.
+     */
+    void unlock() {
+        if (retired != null) {
+            try {
+                retired.unlockAndClose();
+                LOG.debugf("%s unlocked: this pod's stopping lilbee has let server.lock go", path);
+            } catch (Posix.ErrnoException e) {
+                LOG.warnf("cannot unlock %s (%s): the gate is free once this pod's lilbee has exited", path, e.getMessage());
+            }
+            retired = null;
         }
     }
 

@@ -46,11 +46,24 @@ public sealed interface GatePhase {
      * @param contendFrom when this warden contends for the gate again: after a handover, not before a standby waiting
      *     for it has taken it (the kernel wakes a waiter, but a lock asked for again at once may win first)
      */
-    record Standby(Watch watch, Moment since, Moment permitsEnd, Moment contendFrom) implements GatePhase {
+    record Standby(Watch watch, Moment since, Moment permitsEnd, Moment contendFrom, Optional<Leaving> leaving)
+            implements GatePhase {
 
         Standby(Watch watch, Moment since, Moment permitsEnd) {
             this(watch, since, permitsEnd, since);
         }
+
+        Standby(Watch watch, Moment since, Moment permitsEnd, Moment contendFrom) {
+            this(watch, since, permitsEnd, contendFrom, Optional.empty());
+        }
+    }
+
+    /**
+     * This pod's lilbee, serving when this warden stepped down, and the gate file whose lock it holds (its supervisor
+     * passed the open file on): the lock is kept, retired, until that instance has let server.lock go, then unlocked
+     * for it too, so a standby is elected while it exits rather than after.
+     */
+    record Leaving(Proven lilbee, FileId gate) {
     }
 
     /**

@@ -51,6 +51,10 @@ public final class GateRound {
             if (gate instanceof Observation.Gate.Held held) {
                 wanted.add(held.file());
             }
+            if (phase instanceof GatePhase.Standby standby && standby.leaving().isPresent()) {
+                wanted.add(standby.leaving().get().lilbee().file());
+                wanted.add(standby.leaving().get().gate());
+            }
             if (phase instanceof GatePhase.Elected elected) {
                 elected.proven().map(GatePhase.Proven::file).ifPresent(wanted::add);
             }
@@ -71,6 +75,8 @@ public final class GateRound {
             switch (action) {
                 case GateAction.Contend contend -> world.contend();
                 case GateAction.ReleaseGate release -> world.releaseGate();
+                case GateAction.RetireGate retire -> world.retireGate();
+                case GateAction.UnlockGate unlock -> world.unlockGate();
                 case GateAction.StepAside aside -> world.stepAside();
                 case GateAction.Say say -> world.say(say.word());
             }

@@ -54,8 +54,14 @@ public interface GateWorld {
     /** Take the gate lock if it is free, else wait for it in the kernel. */
     void contend();
 
-    /** Close this warden's descriptor of the gate lock. */
+    /** Close this warden's descriptors of the gate lock, held or retired. */
     void releaseGate();
+
+    /** No longer hold the gate lock, but keep its descriptor for {@link #unlockGate()}. */
+    void retireGate();
+
+    /** flock(LOCK_UN) on the retired gate lock's open file, then close it. */
+    void unlockGate();
 
     /** Lease mode: let the Lease go for a while. */
     void stepAside();

@@ -2,6 +2,7 @@ package dev.warden.gate;
 
 import dev.warden.config.WardenConfig;
 import dev.warden.engine.LazyHttpClient;
+import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.io.IOException;
 import java.io.InputStream;
@@ -19,25 +20,34 @@ import java.util.concurrent.TimeoutException;
  * Whether this pod's {@code lilbee serve} answers at {@code warden.gate.health-url}: any HTTP status
  * below 500 (lilbee asks a token even for {@code /api/health}, and its 401 shows it serves). Only
  * the status line and headers are read; the body is closed unread. One look a second at most while
- * lilbee answers (five while it does not), however often the kubelet or anyone else asks for readiness.
+ * lilbee answers (fifty while it does not), however often the kubelet or anyone else asks for readiness.
  */
 @Singleton
 public class LilbeeAnswers {
 
     /** How long an answer is used again: a lilbee that serves is asked once a second... */
     private static final Duration FRESH = Duration.ofSeconds(1);
-    /** ...one that did not answer sooner again, so readiness follows its start closely. */
-    private static final Duration FRESH_NO_ANSWER = Duration.ofMillis(200);
+    /**
+     * ...one that did not answer sooner again, so readiness follows its start closely: a failover waits on this look
+     * (a refused connection costs next to nothing).
+     */
+    private static final Duration FRESH_NO_ANSWER = Duration.ofMillis(20);
 
     private final Optional<URI> url;
     private final Duration timeout;
     private final LazyHttpClient http;
     private Answer last;
     private long lastNanos;
+    private long lastLilbee;
 
+    @Inject
     public LilbeeAnswers(WardenConfig config) {
-        this.url = config.gate().healthUrl();
-        this.timeout = config.gate().healthTimeout();
+        this(config.gate().healthUrl(), config.gate().healthTimeout());
+    }
+
+    LilbeeAnswers(Optional<URI> url, Duration timeout) {
+        this.url = url;
+        this.timeout = timeout;
         this.http = new LazyHttpClient(timeout);
     }
 
@@ -45,14 +55,20 @@ public class LilbeeAnswers {
         return url;
     }
 
-    /** The last answer, looked at again when older than a second; empty without a health URL. */
-    public synchronized Optional<Answer> look() {
+    /**
+     * Whether {@code lilbee} (the pid holding server.lock) answers: the last answer, looked at again when older than a
+     * second or given by another lilbee (one that crashed and was started again answered before it listens); empty
+     * without a health URL.
+     */
+    public synchronized Optional<Answer> look(long lilbee) {
         if (url.isEmpty()) {
             return Optional.empty();
         }
-        if (last == null || System.nanoTime() - lastNanos > (last.answers() ? FRESH : FRESH_NO_ANSWER).toNanos()) {
+        if (last == null || lilbee != lastLilbee
+                || System.nanoTime() - lastNanos > (last.answers() ? FRESH : FRESH_NO_ANSWER).toNanos()) {
             last = ask(url.get());
             lastNanos = System.nanoTime();
+            lastLilbee = lilbee;
         }
         return Optional.of(last);
     }

@@ -25,7 +25,7 @@ final class GateHealth {
         boolean up = snapshot.serving();
         HealthCheckResponseBuilder response = HealthCheckResponse.named("gate");
         if (up) {
-            Optional<LilbeeAnswers.Answer> answer = lilbee.look();
+            Optional<LilbeeAnswers.Answer> answer = lilbee.look(snapshot.server().holderPid().orElse(0));
             if (answer.isPresent()) {
                 up = answer.get().answers();
                 response.withData("lilbee.url", lilbee.url().orElseThrow().toString())

@@ -60,6 +60,20 @@ public final class HeldLock implements AutoCloseable {
         }
     }
 
+    /**
+     * Unlocks the open file, then closes this descriptor: unlike {@link #close()}, the lock ends at once for every
+     * process that was given a descriptor of the same open file, however long it lives on.
+     */
+    public void unlockAndClose() throws Posix.ErrnoException {
+        if (open.get()) {
+            try {
+                posix.unlock(fd);
+            } finally {
+                close();
+            }
+        }
+    }
+
     @Override
     public void close() {
         if (open.compareAndSet(true, false)) {

@@ -53,6 +53,7 @@ public final class NativePosix implements Posix {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG;
     private static final int LOCK_EX = 2;
     private static final int LOCK_NB = 4;
+    private static final int LOCK_UN = 8;
     /** Mode for a new file, as filelock creates its locks: anyone may lock it, the umask decides. */
     private static final int NEW_FILE_MODE = 0666;
     private static final int NEW_DIR_MODE = 0777;
@@ -269,6 +270,11 @@ public final class NativePosix implements Posix {
                 }
             }
         }
+    }
+
+    @Override
+    public void unlock(int fd) throws ErrnoException {
+        invoke("flock(LOCK_UN)", (arena, state) -> (int) flock.invokeExact(state, fd, LOCK_UN));
     }
 
     @Override

@@ -34,6 +34,9 @@ public interface Posix {
     /** {@code flock(fd, LOCK_EX | LOCK_NB)} when {@code wait} is false, {@code LOCK_EX} otherwise. */
     void lockExclusive(int fd, boolean wait) throws ErrnoException;
 
+    /** {@code flock(fd, LOCK_UN)}: the lock on the open file ends, for every process holding a descriptor of it. */
+    void unlock(int fd) throws ErrnoException;
+
     void close(int fd);
 
     FileStat fstat(int fd) throws ErrnoException;

@@ -95,7 +95,7 @@ class KubeletFailoverBench {
         List<String> rows = new ArrayList<>();
         List<String> installs = new ArrayList<>();
         List<Long> goMicros = new ArrayList<>();
-        try (ClusterRelease gate = ClusterRelease.helm(cluster, helm(), "gate", ClusterRelease.GATE, NODE1)) {
+        try (ClusterRelease gate = ClusterRelease.helm(cluster, helm(), "gate", ClusterRelease.GATE_DEFAULT, NODE1)) {
             installs.add(seconds("gate", gate.installed()));
             rows.add(row("gated by warden: the serving pod force-deleted",
                     rounds(gate, rounds, () -> goToListening(gate, gate.failover("a kill", gate::forceDelete), goMicros)),
@@ -122,9 +122,12 @@ class KubeletFailoverBench {
         Report.section("12. lilbee failover on a real kubelet",
                 "Figure 7's question without the test kubelet: the real cluster of figure 11, one node, 2 replicas on one"
                         + " ReadWriteMany hostPath claim of the reference lilbee image (the real `lilbee serve` 0.6.90b449)."
-                        + " Gated: the chart in gate mode (warden as the native sidecar; lilbee's supervisor runs lilbee only while"
-                        + " warden's permit lasts and starts it again, on warden's word, when it dies; a warm standby: lilbee's"
-                        + " modules already loaded in a process the supervisor prepared, where lilbee runs on the go). Bare: lilbee alone, ready once it listens (a"
+                        + " Gated: the chart in gate mode as it installs by default (warden as the native sidecar, its " + flavour()
+                        + " image; clients routed by role, to the pod warden labels primary once its lilbee answers; lilbee's"
+                        + " supervisor runs lilbee only while warden's permit lasts and starts it again at once, on warden's word,"
+                        + " when it dies; a warm standby and a spare in the serving pod: lilbee's modules loaded in a process the"
+                        + " supervisor prepared, where lilbee runs on the go; a stepped-down warden unlocks the gate for its lilbee"
+                        + " once that has let server.lock go). Bare: lilbee alone, ready once it listens (a"
                         + " tcpSocket probe); the standby's lilbee exits 3 after waiting 15 s for server.lock and the kubelet's"
                         + " CrashLoopBackOff restarts it (10 s doubling to 5 minutes), as it restarts a killed lilbee. " + ROUND
                         + " helm install (or kubectl apply) to the first pod Ready: " + String.join(", ", installs) + ".",
@@ -136,6 +139,10 @@ class KubeletFailoverBench {
             + " (another, or the same one) is Ready and the Service's one ready endpoint, from a watch of the API server.";
     private static final List<String> HEADER = List.of("| failover | median ms | p99 ms | min ms | max ms | rounds | lilbee exits 3 |",
             "|---|---|---|---|---|---|---|");
+
+    private static String flavour() {
+        return ClusterRelease.wardenFlavour().equals("native") ? "native" : "JVM";
+    }
 
     private static String helm() {
         return InteropTools.path("helm");

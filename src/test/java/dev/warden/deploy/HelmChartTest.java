@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
 import dev.warden.config.WardenConfig;
@@ -145,9 +146,13 @@ class HelmChartTest {
             JsonNode lilbee = container(pod, "containers", "lilbee");
             List<String> command = new java.util.ArrayList<>();
             lilbee.path("command").forEach(c -> command.add(c.asText()));
+            List<String> prepared = new java.util.ArrayList<>();
+            new YAMLMapper().readTree(CHART.resolve("values.yaml").toFile()).at("/lilbee/supervisor/prepare")
+                    .forEach(m -> prepared.add(m.asText()));
+            assertTrue(prepared.containsAll(List.of("lilbee.cli", "lilbee.server.*")), prepared.toString());
             assertEquals(List.of("python3", "/opt/warden/lilbee-supervisor.py", "--socket", "/run/warden/switch.sock", "--validity",
-                    "5", "--grace", "2", "--health-port", "8081", "--start-after", "2", "--prepare", "lilbee.cli,lilbee.server.*", "--",
-                    "lilbee"), command, values);
+                    "5", "--grace", "2", "--health-port", "8081", "--start-after", "2", "--prepare", String.join(",", prepared),
+                    "--prepare-after", "5", "--spare", "--", "lilbee"), command, values);
             String script = null;
             for (JsonNode object : objects) {
                 if (object.path("metadata").path("name").asText().equals("lib-warden-lilbee-supervisor")) {

@@ -6,8 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.gate.GateAction.Contend;
 import dev.warden.gate.GateAction.ReleaseGate;
+import dev.warden.gate.GateAction.RetireGate;
 import dev.warden.gate.GateAction.Say;
 import dev.warden.gate.GateAction.StepAside;
+import dev.warden.gate.GateAction.UnlockGate;
 import dev.warden.gate.GateAction.Word;
 import dev.warden.gate.GateDecision.LilbeeState;
 import dev.warden.gate.GateDecision.Step;
@@ -332,7 +334,7 @@ class GateDecisionTest {
         Step stepped = decision.step(elected(), askedToStepDown(serving, NOW.minus(Duration.ofMillis(20))));
         Standby standby = assertInstanceOf(Standby.class, stepped.phase());
         assertEquals(NOW.plus(HANDOVER), standby.contendFrom());
-        assertEquals(List.of(new Say(stepped.word()), new ReleaseGate()), stepped.actions());
+        assertEquals(List.of(new Say(stepped.word()), new RetireGate()), stepped.actions(), "kept for its lilbee's unlock");
         assertInstanceOf(Word.Stop.class, stepped.word());
         assertTrue(!stepped.serving() && stepped.reason().startsWith("stepped down, as asked"), stepped.reason());
         Observation stopping = at(with(serving, new Observation.Gate.NotHeld()), NOW.plus(Duration.ofSeconds(1)));
@@ -342,6 +344,7 @@ class GateDecisionTest {
         Observation gone = at(with(with(seen(), new Observation.Gate.NotHeld()), new Observation.Supervisor(true, Optional.empty())),
                 NOW.plus(Duration.ofSeconds(2)));
         Step holding = decision.step(next.phase(), gone);
+        assertEquals(List.of(new ReleaseGate(), new Say(holding.word())), holding.actions(), "its lilbee gone, the lock with it");
         assertTrue(holding.actions().stream().noneMatch(Contend.class::isInstance), "a moment more, for the standby: " + holding);
         Moment soon = NOW.plus(Duration.ofSeconds(2)).plus(GateDecision.HOLD_BACK_AFTER_STOP);
         assertEquals(soon, ((Standby) holding.phase()).contendFrom(), "held back a moment once nothing of this pod holds the gate");
@@ -355,6 +358,51 @@ class GateDecisionTest {
         Step standing = decision.step(longStandby(), askedToStepDown(with(seen(), new Observation.Gate.NotHeld()), NOW));
         assertEquals(longStandby().watch(), standing.phase().watch());
         assertTrue(standing.actions().contains(new Contend()), "a standby asked goes on contending: " + standing);
+    }
+
+    /**
+     * A step-down from a serving lilbee keeps the gate lock's open file (retired), and unlocks it for that lilbee too
+     * the round it is seen holding the gate lock but no server.lock: lilbee lets server.lock go last thing, once its
+     * server and engine have stopped, and then only exits (0.6 s more, lilbee 0.6.90b449), so a standby is elected
+     * while it exits. Only on that positive look: a look that saw nothing of it (its descriptors unreadable), a
+     * server.lock at the path it holds, or the file it served still held keep the gate locked; another instance, or
+     * none reported, close the descriptor (the lock ends with the process). Lease mode retires nothing.
+     */
+    @Test
+    void aSteppedDownLilbeeHasTheGateUnlockedForItOnceItHasLetServerLockGo() {
+        GateDecision decision = new GateDecision(FILE);
+        Observation serving = lilbee(seen(), 4242, at(0), SERVER, GATE);
+        Step stepped = decision.step(elected(), askedToStepDown(serving, NOW));
+        Standby retired = assertInstanceOf(Standby.class, stepped.phase());
+        assertEquals(Optional.of(new GatePhase.Leaving(new Proven(4242, 7, SERVER), GATE)), retired.leaving());
+        Moment later = NOW.plus(Duration.ofMillis(300));
+        Observation notHeld = with(seen(), new Observation.Gate.NotHeld());
+        Step done = decision.step(retired, at(lilbee(notHeld, 4242, at(0), GATE), later));
+        assertEquals(List.of(new UnlockGate(), new Say(done.word())), done.actions(), done.reason());
+        assertEquals(Optional.empty(), ((Standby) done.phase()).leaving(), "unlocked once");
+        assertEquals(later.plus(GateDecision.HOLD_BACK_AFTER_STOP), ((Standby) done.phase()).contendFrom(),
+                "held back a moment, as once nothing of this pod holds the gate");
+        for (Observation still : List.of(lilbee(notHeld, 4242, at(0)), lilbee(notHeld, 4242, at(0), SERVER, GATE),
+                lilbee(notHeld, 4242, at(0), SERVER))) {
+            Step kept = decision.step(retired, at(still, later));
+            assertEquals(List.of(new Say(kept.word())), kept.actions(), still.supervisor().toString());
+            assertEquals(retired.leaving(), ((Standby) kept.phase()).leaving());
+        }
+        Observation replaced = new Observation(later, new Observation.Gate.NotHeld(), Optional.empty(), Optional.of(GATE),
+                new Observation.Server(Optional.of(NEW_GATE), Optional.empty(), Optional.empty()),
+                lilbee(notHeld, 4242, at(0), NEW_GATE, GATE).supervisor());
+        assertEquals(retired.leaving(), ((Standby) decision.step(retired, replaced).phase()).leaving(),
+                "a server.lock at the path it holds, whatever file it is");
+        for (Observation gone : List.of(lilbee(notHeld, 4343, at(0), GATE), with(notHeld, new Observation.Supervisor(true,
+                Optional.empty())), with(notHeld, Observation.Supervisor.absent()))) {
+            Step released = decision.step(retired, at(gone, later));
+            assertEquals(new ReleaseGate(), released.actions().getFirst(), gone.supervisor().toString());
+            assertEquals(Optional.empty(), ((Standby) released.phase()).leaving());
+        }
+        Observation leased = with(serving, LEADING);
+        Step inLease = new GateDecision(LEASE).step(elected(), askedToStepDown(with(leased, new Observation.Supervisor(true,
+                leased.supervisor().lilbee(), Optional.empty(), true)), NOW));
+        assertTrue(inLease.actions().stream().noneMatch(RetireGate.class::isInstance), inLease.actions().toString());
     }
 
     /**

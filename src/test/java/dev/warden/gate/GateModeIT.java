@@ -131,19 +131,25 @@ class GateModeIT {
      * A switchover: {@code warden step-down} in the serving pod hands the gate to the standby, whose lilbee serves once
      * the first one's has stopped, never beside it; asked again, the warden that stepped down, now a standby, has nothing
      * to hand over (exit 3); the new one, asked through the API with its token, hands the gate back at once (the first
-     * stops holding back as soon as it sees the gate taken). Without the token the API refuses.
+     * stops holding back as soon as it sees the gate taken). Without the token the API refuses. The first lilbee, as
+     * lilbee does, lets server.lock go and lingers seconds before it exits: the stepped-down warden unlocks the gate for
+     * it then, so the standby serves while it still exits.
      */
     @Test
     void stepDownHandsTheGateToTheStandbyAndBack() throws Exception {
         Path root = dir.resolve("root");
         Path serverLock = root.resolve("data/server.lock");
-        try (WardenProcess first = WardenProcess.serve("gate-switch-a", settings("-Dwarden.api.token=switch-token"), "--mode",
-                "gate", "--data-root", root.toString());
-                Supervised lilbeeA = Supervised.standIn("gate-switch-a", first.socket(), serverLock, SUPERVISOR)) {
+        // A grace longer than the linger, so the first lilbee exits on its own, not by the supervisor's SIGKILL.
+        String[] lingering = {"-Dwarden.api.token=switch-token", "-Dwarden.gate.supervisor.permit=4s",
+                "-Dwarden.gate.supervisor.grace=5s"};
+        Supervised.Settings graceful = new Supervised.Settings(java.time.Duration.ofSeconds(4), java.time.Duration.ofSeconds(5));
+        try (WardenProcess first = WardenProcess.serve("gate-switch-a", settings(lingering), "--mode", "gate", "--data-root",
+                root.toString());
+                Supervised lilbeeA = Supervised.standIn("gate-switch-a", first.socket(), serverLock, graceful, List.of("linger=4"))) {
             first.awaitStatus("/q/health/ready", 200);
-            try (WardenProcess second = WardenProcess.serve("gate-switch-b", settings("-Dwarden.api.token=switch-token"),
-                    "--mode", "gate", "--data-root", root.toString());
-                    Supervised lilbeeB = Supervised.standIn("gate-switch-b", second.socket(), serverLock, SUPERVISOR)) {
+            try (WardenProcess second = WardenProcess.serve("gate-switch-b", settings(lingering), "--mode", "gate", "--data-root",
+                    root.toString());
+                    Supervised lilbeeB = Supervised.standIn("gate-switch-b", second.socket(), serverLock, graceful)) {
                 second.awaitJson("/api/v1/status", "/gate/state", s -> s.asText().equals("standby"));
                 // Role routing's readiness: a standby is routable once it could serve at once if elected, having watched
                 // the gate file for the settle; a fresh one is not before.
@@ -157,6 +163,8 @@ class GateModeIT {
                 assertEquals(0, stepped.exitCode(), stepped.stderr());
                 assertTrue(stepped.stdout().startsWith("stepped down: stepped down, as asked"), stepped.stdout());
                 second.awaitStatus("/q/health/ready", 200);
+                assertEquals(1, lilbeeA.lingering().size(), "the standby serves while the first lilbee, done serving, still"
+                        + " exits: " + lilbeeA.stateLines() + "\n" + first.log());
                 assertEquals(503, first.status("/q/health/ready"));
                 WardenProcess.Result again = WardenProcess.run(atFirst, "step-down");
                 assertEquals(3, again.exitCode(), again.stdout() + again.stderr());

@@ -87,6 +87,21 @@ class GateMutationTest {
         });
     }
 
+    /**
+     * The gate unlocked at a step-down for the serving lilbee at once, not once it has let server.lock go: a standby is
+     * elected while that lilbee still serves, and starts its own on a server.lock replaced meanwhile (a reset).
+     */
+    @Test
+    void aGateUnlockedBeforeTheSteppedDownLilbeeLetServerLockGo() {
+        finds(Sim.none(), timings -> new GateDecision(timings) {
+            @Override
+            LeavingState leavingNow(GatePhase.Leaving leaving, Observation seen) {
+                LeavingState state = super.leavingNow(leaving, seen);
+                return state == LeavingState.SERVING ? LeavingState.DONE_SERVING : state;
+            }
+        });
+    }
+
     private static void finds(Set<Sim.Mutation> mutations, Function<GateTimings, GateDecision> decisions) {
         String what = StackWalker.getInstance().walk(frames -> frames.skip(1).findFirst().orElseThrow().getMethodName());
         long steps = 0;

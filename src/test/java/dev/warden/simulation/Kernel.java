@@ -281,6 +281,17 @@ final class Kernel {
         unref(ofd);
     }
 
+    /** flock(LOCK_UN) through any descriptor of {@code ofd}: its lock ends, for every process holding the open file. */
+    void unlock(Ofd ofd) {
+        if (ofd.locked()) {
+            ofd.inode.exclusive.getOrDefault(ofd.node, Set.of()).remove(ofd);
+            ofd.inode.shared.getOrDefault(ofd.node, Set.of()).remove(ofd);
+            ofd.exclusive = false;
+            ofd.shared = false;
+            wake(ofd.inode, ofd.node);
+        }
+    }
+
     /** rename(2) within the data dir: {@code to} is replaced; false when {@code from} does not exist. */
     boolean rename(String from, String to) {
         Inode inode = names.remove(from);

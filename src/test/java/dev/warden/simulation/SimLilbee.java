@@ -93,8 +93,16 @@ final class SimLilbee {
                 sim.die(proc, "exits (SIGTERM, prepared)");
                 return;
             }
-            // Its requests in flight drain first: now and then longer than the supervisor's grace.
-            sim.at(sim.between(0, 2500 * Sim.MS), proc, "lilbee exits", () -> sim.die(proc, "exits (SIGTERM)"));
+            // Its requests in flight drain first: now and then longer than the supervisor's grace. Then serve lets
+            // server.lock go, last thing, and the process takes a while more to exit (lilbee's own: 0.6 s here),
+            // or dies holding it (a SIGKILL first).
+            sim.at(sim.between(0, 2500 * Sim.MS), proc, "lilbee lets server.lock go", () -> {
+                if (server != null) {
+                    proc.close(server);
+                    server = null;
+                }
+                sim.at(sim.between(0, 1500 * Sim.MS), proc, "lilbee exits", () -> sim.die(proc, "exits (SIGTERM)"));
+            });
         });
     }
 

@@ -35,6 +35,8 @@ final class SimWarden implements GateWorld {
     private GateDecision.Step last;
     private boolean listening;
     private Kernel.Ofd gate;
+    /** The gate lock's open file, retired at a step-down, kept to be unlocked for this pod's lilbee. */
+    private Kernel.Ofd retired;
     private Kernel.Ofd waiting;
     /** The supervisor connected to this warden's switch socket, and what it last reported (delivered). */
     SimSupervisor supervisor;
@@ -345,6 +347,30 @@ final class SimWarden implements GateWorld {
         if (gate != null) {
             proc.close(gate);
             gate = null;
+        }
+        if (retired != null) {
+            proc.close(retired);
+            retired = null;
+        }
+    }
+
+    @Override
+    public void retireGate() {
+        if (gate != null) {
+            if (retired != null) {
+                proc.close(retired);
+            }
+            retired = gate;
+            gate = null;
+        }
+    }
+
+    @Override
+    public void unlockGate() {
+        if (retired != null) {
+            sim.kernel.unlock(retired);
+            proc.close(retired);
+            retired = null;
         }
     }
 

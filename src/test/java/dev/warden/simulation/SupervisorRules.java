@@ -48,13 +48,13 @@ final class SupervisorRules {
         this.firstPause = firstPause;
         this.maxPause = maxPause;
         this.calm = calm;
-        this.pause = firstPause;
+        this.pause = 0;
         this.nextStart = notBefore;
     }
 
     /**
-     * The chart's supervisor: the permit's longest and grace as given, the pause 1 s doubling to 30 s, calm after a
-     * minute, no lilbee before {@code notBefore}.
+     * The chart's supervisor: the permit's longest and grace as given, a first crash started again at once, then a pause
+     * of 1 s doubling to 30 s, back to none after a calm minute; no lilbee before {@code notBefore}.
      */
     static SupervisorRules chart(long validity, long grace, long notBefore) {
         return new SupervisorRules(validity, grace, 1_000_000_000L, 30_000_000_000L, 60_000_000_000L, notBefore);
@@ -90,11 +90,11 @@ final class SupervisorRules {
                     actions.add(Action.of("release"));
                 }
                 if (now - startedAt >= calm) {
-                    pause = firstPause;
+                    pause = 0;
                 }
                 if (crashed) {
                     nextStart = now + pause;
-                    pause = Math.min(pause * 2, maxPause);
+                    pause = Math.min(Math.max(pause * 2, firstPause), maxPause);
                 } else {
                     nextStart = now;
                 }

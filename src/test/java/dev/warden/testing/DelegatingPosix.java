@@ -22,6 +22,11 @@ public class DelegatingPosix implements Posix {
     }
 
     @Override
+    public void unlock(int fd) throws ErrnoException {
+        real.unlock(fd);
+    }
+
+    @Override
     public void close(int fd) {
         real.close(fd);
     }

@@ -46,9 +46,16 @@ public final class Supervised implements AutoCloseable {
 
     /** A supervisor running the stand-in on {@code serverLock}; its reports go to a state file of its own. */
     public static Supervised standIn(String name, Path socket, Path serverLock, Settings settings) throws IOException {
+        return standIn(name, socket, serverLock, settings, List.of());
+    }
+
+    /** The same, with the stand-in's options: {@code ignore-term}, {@code linger=SECONDS} (its module says). */
+    public static Supervised standIn(String name, Path socket, Path serverLock, Settings settings, List<String> options)
+            throws IOException {
         Path state = WardenProcess.logFile(name + "-lilbee-state");
         Files.deleteIfExists(state);
-        List<String> lilbee = List.of(python(), STAND_IN.toString(), serverLock.toString(), state.toString());
+        List<String> lilbee = new ArrayList<>(List.of(python(), STAND_IN.toString(), serverLock.toString(), state.toString()));
+        lilbee.addAll(options);
         return start(name, socket, settings, lilbee, Map.of(), state);
     }
 
@@ -84,16 +91,27 @@ public final class Supervised implements AutoCloseable {
         return process;
     }
 
-    /** The stand-ins that took a server.lock and are still alive, by pid: never more than one, when all is well. */
+    /**
+     * The stand-ins that took a server.lock, have not let it go, and are still alive, by pid: never more than one, when
+     * all is well.
+     */
     public List<Long> serving() {
         List<Long> alive = new ArrayList<>();
-        for (String line : stateLines()) {
+        List<String> lines = stateLines();
+        for (String line : lines) {
             String[] words = line.split(" ");
-            if (words[0].equals("serving") && ProcessHandle.of(Long.parseLong(words[1])).map(ProcessHandle::isAlive).orElse(false)) {
+            if (words[0].equals("serving") && !lines.contains("released " + words[1])
+                    && ProcessHandle.of(Long.parseLong(words[1])).map(ProcessHandle::isAlive).orElse(false)) {
                 alive.add(Long.parseLong(words[1]));
             }
         }
         return alive;
+    }
+
+    /** The stand-ins that let server.lock go on SIGTERM (told to linger) and are still alive, exiting. */
+    public List<Long> lingering() {
+        return stateLines().stream().filter(line -> line.startsWith("released ")).map(line -> Long.parseLong(line.split(" ")[1]))
+                .filter(pid -> ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)).toList();
     }
 
     /** Every line the stand-ins wrote: {@code serving <pid> <dev> <ino>}, {@code term <pid>}, {@code gave-up <pid>}. */
