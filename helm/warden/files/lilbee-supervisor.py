@@ -33,8 +33,8 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
   holding no lock and serving nothing. A permit's start hands it the gate lock, and lilbee's command runs in that
   process, its imports already done; with none ready, lilbee starts cold as without --prepare. It is told nothing
   else, and exits when the supervisor goes. With --spare, one is prepared while lilbee runs too: a lilbee that
-  crashes starts again warm. None is started within --prepare-after of the supervisor's start or a lilbee's start or
-  exit, which have the CPU first: the start of a pod that replaces one lost, the start of the new lilbee elsewhere.
+  crashes starts again warm. None is started within --prepare-after of a lilbee's start or exit in this pod, which
+  have the CPU first: its own start, or after a switchover the new lilbee's start in the pod that took over.
 
 The rules are the class Rules, held to src/test/python/supervisor_cases.json, the table warden's simulation
 holds its model of them to as well. Standard library only: any lilbee image has python3.
@@ -618,8 +618,8 @@ def main(argv):
                         " process and runs in it on a permit, its imports done; lilbee's command must be a Python"
                         " script or python -m. Empty: lilbee starts cold (default: $WARDEN_SWITCH_PREPARE)")
     parser.add_argument("--prepare-after", type=float, default=os.environ.get("WARDEN_SWITCH_PREPARE_AFTER") or "0",
-                        help="with --prepare, start no prepared process within this many seconds of the supervisor's"
-                        " start or of a lilbee's start or exit: those have the CPU first (default:"
+                        help="with --prepare, start no prepared process within this many seconds of a lilbee's start or"
+                        " exit here: a lilbee starting, here or in the pod that took over, has the CPU first (default:"
                         " $WARDEN_SWITCH_PREPARE_AFTER, else %(default)s)")
     parser.add_argument("--spare", action="store_true", default=os.environ.get("WARDEN_SWITCH_SPARE", "") == "1",
                         help="with --prepare, keep a prepared process while lilbee runs too, so that a lilbee that crashes"
@@ -654,8 +654,8 @@ class Supervisor:
         self.warm = Warm(command, modules) if modules else None
         self.spare = args.spare
         self.prepare_after = int(args.prepare_after * SECOND)
-        # No prepared process before this moment: something else has the CPU first.
-        self.prepare_from = started + self.prepare_after
+        # No prepared process before this moment: a lilbee starting here, or elsewhere on this node, has the CPU first.
+        self.prepare_from = started
         self.rules = Rules(int(args.validity * SECOND), int(args.grace * SECOND),
                            not_before=started + int(args.start_after * SECOND))
         self.warden = Warden(args.socket, args.warden_uid)

@@ -181,12 +181,13 @@ seccompProfile:
     # in place, warden renews its Lease.
     - name: POD_NAME
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
-    - name: POD_UID
-      valueFrom: {fieldRef: {fieldPath: metadata.uid}}
     - name: NODE_NAME
       valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
     {{- end }}
     {{- if .Values.events.enabled }}
+    # The Events name the pod by its UID too, so that they follow it and not a later pod of the same name.
+    - name: POD_UID
+      valueFrom: {fieldRef: {fieldPath: metadata.uid}}
     - {name: WARDEN_EVENTS_ENABLED, value: "true"}
     {{- end }}
     - {name: WARDEN_DATA_ROOT, value: {{ .Values.warden.dataRoot | quote }}}

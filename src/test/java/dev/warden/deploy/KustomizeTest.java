@@ -18,7 +18,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 /** The plain manifests under k8s/, built by kubectl's own kustomize. */
 class KustomizeTest {
 
-    private static String kustomize(String overlay) throws IOException, InterruptedException {
+    static String kustomize(String overlay) throws IOException, InterruptedException {
         Process process;
         try {
             process = new ProcessBuilder("kubectl", "kustomize", "k8s/overlays/" + overlay).redirectErrorStream(true).start();
@@ -77,9 +77,14 @@ class KustomizeTest {
     }
 
     /** The chart as helm-java renders it for release lib with {@code ci/<values>}, and {@code more} set. */
-    private static String chart(String values, String... more) {
+    static String chart(String values, String... more) {
+        return chart(Path.of("helm", "warden", "ci", values), more);
+    }
+
+    /** The chart as helm-java renders it for release lib with the values file {@code values}, and {@code more} set. */
+    static String chart(Path values, String... more) {
         var template = new com.marcnuri.helm.Helm(Path.of("helm", "warden")).template().withName("lib")
-                .withKubeVersion(PodChecks.KUBE_VERSION).withValuesFile(Path.of("helm", "warden", "ci", values));
+                .withKubeVersion(PodChecks.KUBE_VERSION).withValuesFile(values);
         for (String setting : more) {
             String[] pair = setting.split("=", 2);
             template.set(pair[0], pair[1]);

@@ -236,13 +236,7 @@ final class Kernel {
                 waiter.granted().accept(false);
             }
         }
-        if (ofd.locked()) {
-            ofd.inode.exclusive.getOrDefault(ofd.node, Set.of()).remove(ofd);
-            ofd.inode.shared.getOrDefault(ofd.node, Set.of()).remove(ofd);
-            ofd.exclusive = false;
-            ofd.shared = false;
-            wake(ofd.inode, ofd.node);
-        }
+        unlock(ofd);
     }
 
     /**
