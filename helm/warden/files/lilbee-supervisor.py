@@ -16,7 +16,7 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
   gets SIGTERM, and SIGKILL after --grace. A supervisor that cannot reach warden lets the permit run out.
 - lilbee is started again only on a new permit: a lilbee that exits waits for warden, never for an old one.
   As the kubelet restarts a container, an exit of lilbee's own is started again at once the first time, then after
-  a pause that doubles (1 s to 30 s; none again after a minute's run); a lilbee the supervisor stopped starts again on
+  a pause that doubles (1 s to 30 s; none again after a run of 10 s); a lilbee the supervisor stopped starts again on
   the next permit at once.
 - No lilbee runs before --start-after seconds from the supervisor's own start: the kubelet's liveness probe on
   --health-port (initialDelaySeconds, the same number) watches it from then, so it is never killed for being slow
@@ -87,7 +87,9 @@ class Rules:
     ("start",), ("term",), ("kill",), ("signal", signum), ("release",) (close the gate lock) or ("exit", code).
     """
 
-    def __init__(self, validity, grace, first_pause=SECOND, max_pause=30 * SECOND, calm=60 * SECOND, not_before=0):
+    # calm: a lilbee that ran this long before it crashed was not crash-looping (one that cannot start fails in its
+    # first seconds), and starts again at once.
+    def __init__(self, validity, grace, first_pause=SECOND, max_pause=30 * SECOND, calm=10 * SECOND, not_before=0):
         self.validity = validity
         self.grace = grace
         self.first_pause = first_pause

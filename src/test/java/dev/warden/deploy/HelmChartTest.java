@@ -152,7 +152,7 @@ class HelmChartTest {
             assertTrue(prepared.containsAll(List.of("lilbee.cli", "lilbee.server.*")), prepared.toString());
             assertEquals(List.of("python3", "/opt/warden/lilbee-supervisor.py", "--socket", "/run/warden/switch.sock", "--validity",
                     "5", "--grace", "2", "--health-port", "8081", "--start-after", "2", "--prepare", String.join(",", prepared),
-                    "--prepare-after", "5", "--spare", "--", "lilbee"), command, values);
+                    "--prepare-after", "2", "--spare", "--", "lilbee"), command, values);
             String script = null;
             for (JsonNode object : objects) {
                 if (object.path("metadata").path("name").asText().equals("lib-warden-lilbee-supervisor")) {

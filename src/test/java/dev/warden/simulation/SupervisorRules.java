@@ -54,10 +54,10 @@ final class SupervisorRules {
 
     /**
      * The chart's supervisor: the permit's longest and grace as given, a first crash started again at once, then a pause
-     * of 1 s doubling to 30 s, back to none after a calm minute; no lilbee before {@code notBefore}.
+     * of 1 s doubling to 30 s, back to none after a calm 10 s; no lilbee before {@code notBefore}.
      */
     static SupervisorRules chart(long validity, long grace, long notBefore) {
-        return new SupervisorRules(validity, grace, 1_000_000_000L, 30_000_000_000L, 60_000_000_000L, notBefore);
+        return new SupervisorRules(validity, grace, 1_000_000_000L, 30_000_000_000L, 10_000_000_000L, notBefore);
     }
 
     boolean acceptsGate() {
