@@ -351,7 +351,7 @@ class Warm:
             log("lilbee starts cold: %s" % why)
 
     def keep(self, now):
-        """A prepared process waiting: started when there is none (the caller asks while no lilbee runs, or for a spare)."""
+        """A prepared process waiting: started when there is none (asked while no lilbee runs, or for a spare)."""
         if self.runner is None:
             return
         if self.process is not None:
@@ -599,7 +599,7 @@ def main(argv):
         " is no longer so. Everything after -- is lilbee's command.",
         epilog="Example (what warden's chart runs):\n"
         "  python3 lilbee-supervisor.py --socket /run/warden/switch.sock --health-port 8081 --start-after 2 \\\n"
-        "      --prepare 'lilbee.cli,lilbee.server.*' --prepare-after 5 --spare -- lilbee serve --port 8080\n\n"
+        "      --prepare 'lilbee.cli,lilbee.server.*' --prepare-after 2 --spare -- lilbee serve --port 8080\n\n"
         "Exit codes: lilbee's, once a SIGTERM or SIGINT passed on to it has ended it (0 when none ran); 2: usage.",
     )
     parser.add_argument("--socket", default=os.environ.get("WARDEN_SWITCH_SOCKET", "/run/warden/switch.sock"),

@@ -13,12 +13,15 @@ import java.io.Reader;
 import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -171,8 +174,9 @@ class ManifestsAreTheChartTest {
     private static JsonNode sortedKeys(JsonNode node) {
         if (node instanceof ObjectNode object) {
             ObjectNode sorted = object.objectNode();
-            new java.util.TreeMap<String, JsonNode>(object.propertyStream().collect(java.util.stream.Collectors.toMap(
-                    Map.Entry::getKey, Map.Entry::getValue))).forEach((key, value) -> sorted.set(key, sortedKeys(value)));
+            Map<String, JsonNode> byKey = new TreeMap<>();
+            object.properties().forEach(property -> byKey.put(property.getKey(), property.getValue()));
+            byKey.forEach((key, value) -> sorted.set(key, sortedKeys(value)));
             return sorted;
         }
         if (node instanceof ArrayNode array) {
@@ -205,11 +209,9 @@ class ManifestsAreTheChartTest {
     /** Lists keyed by name, in name order: the chart and the overlays write them in orders of their own. */
     private static void sortByName(JsonNode list) {
         if (list instanceof ArrayNode array) {
-            List<JsonNode> items = Stream.of(array.elements()).flatMap(i -> {
-                List<JsonNode> all = new java.util.ArrayList<>();
-                i.forEachRemaining(all::add);
-                return all.stream();
-            }).sorted(java.util.Comparator.comparing(n -> n.path("name").asText())).toList();
+            List<JsonNode> items = new ArrayList<>();
+            array.forEach(items::add);
+            items.sort(Comparator.comparing(n -> n.path("name").asText()));
             array.removeAll();
             items.forEach(array::add);
         }
