@@ -13,12 +13,10 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.PosixFileAttributes;
-import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
 import java.time.Duration;
-import java.util.Set;
+import java.util.Map;
 import java.util.concurrent.Semaphore;
 import jdk.net.ExtendedSocketOptions;
 import org.jboss.logging.Logger;
@@ -111,11 +109,12 @@ public final class ControlSocket implements AutoCloseable {
 
     /** {@code dir} is a directory (not a link to one) of warden's own UID, which no group or other user may write. */
     private static void ownedByWardenAlone(Path dir) throws IOException {
-        PosixFileAttributes attributes = Files.readAttributes(dir, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-        Object uid = Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS);
-        Set<PosixFilePermission> perms = attributes.permissions();
-        if (!attributes.isDirectory() || !String.valueOf(uid).equals(FileLocker.currentUid())
-                || perms.contains(PosixFilePermission.GROUP_WRITE) || perms.contains(PosixFilePermission.OTHERS_WRITE)) {
+        // One look at one file: two looks could each see a different directory swapped in between.
+        Map<String, Object> attributes = Files.readAttributes(dir, "unix:isDirectory,uid,mode", LinkOption.NOFOLLOW_LINKS);
+        int groupOrOthersWrite = 0022;
+        if (!Boolean.TRUE.equals(attributes.get("isDirectory"))
+                || !String.valueOf(attributes.get("uid")).equals(FileLocker.currentUid())
+                || ((Integer) attributes.get("mode") & groupOrOthersWrite) != 0) {
             throw new IOException(dir + " is not a directory of warden's own (UID " + FileLocker.currentUid() + ") that no"
                     + " one else may write, so the control socket cannot be trusted there: set warden.gate.control-socket to a"
                     + " path in such a directory (the chart's /tmp is warden's container's alone)");
