@@ -400,7 +400,8 @@ public interface WardenConfig {
          * Once {@code serve} has run this long, the pages of warden's own files (the native executable, the JVM image's
          * AOT cache: files warden's UID owns) are given back to the kernel ({@code MADV_PAGEOUT}). Starting touches
          * nearly all of them (the kernel maps 64 KiB around each page read), running needs far fewer, and the kernel
-         * maps back what it touches. {@code 0s}: never.
+         * maps back what it touches, from then on page by page ({@code MADV_RANDOM}; code 64 KiB at a time still, as
+         * the kernel reads ahead for it whatever the advice). {@code 0s}: never.
          */
         @WithDefault("10s")
         Duration releaseStartPagesAfter();

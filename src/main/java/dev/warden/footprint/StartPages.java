@@ -29,7 +29,9 @@ import org.jboss.logging.Logger;
  * touched again. The kernel reclaims a file's pages only for a process that owns the file (or could write it), which is
  * why the images give warden's UID its executable and its AOT cache, read-only, and why warden asks only for those:
  * the JVM's and libc's pages belong to root. Nothing is lost: a page warden wrote stays (or goes to swap, where a node
- * has one, as it would under memory pressure).
+ * has one, as it would under memory pressure). The same mappings are first marked {@code MADV_RANDOM}: after the page
+ * out, a page of data touched again is read alone, where it would otherwise bring 128 KiB of the file into the kernel's
+ * cache and map the 64 KiB around it (the kernel still reads code that way, whatever the advice).
  */
 @Singleton
 public class StartPages {
@@ -79,7 +81,8 @@ public class StartPages {
         OptionalLong before = residentKib();
         for (Range mapping : mappings) {
             try {
-                posix.pageOut(mapping.start(), mapping.length());
+                posix.advise(mapping.start(), mapping.length(), Posix.Advice.RANDOM);
+                posix.advise(mapping.start(), mapping.length(), Posix.Advice.PAGEOUT);
             } catch (Posix.ErrnoException e) {
                 // EINVAL before Linux 5.4, which has no MADV_PAGEOUT: the pages stay, as they would have.
                 LOG.infof("Cannot give back the pages of warden's own files only the start needed (%s): warden keeps them",

@@ -48,7 +48,6 @@ public final class NativePosix implements Posix {
     private static final long PR_SET_DUMPABLE = 4;
     /** madvise is older than the unified table too. */
     private static final long SYS_MADVISE = X86 ? 28 : 233;
-    private static final long MADV_PAGEOUT = 21;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG;
     private static final int LOCK_EX = 2;
@@ -290,9 +289,9 @@ public final class NativePosix implements Posix {
     }
 
     @Override
-    public void pageOut(long address, long length) throws ErrnoException {
-        invoke("madvise(MADV_PAGEOUT)",
-                (arena, state) -> (long) syscall.invokeExact(state, SYS_MADVISE, address, length, MADV_PAGEOUT, 0L));
+    public void advise(long address, long length, Advice advice) throws ErrnoException {
+        invoke("madvise(MADV_" + advice + ")",
+                (arena, state) -> (long) syscall.invokeExact(state, SYS_MADVISE, address, length, advice.value, 0L));
     }
 
     @Override

@@ -92,11 +92,28 @@ public interface Posix {
     /** {@code prctl(PR_GET_DUMPABLE)}: whether this process is dumpable now. */
     boolean dumpable() throws ErrnoException;
 
-    /**
-     * {@code madvise(address, length, MADV_PAGEOUT)} (Linux 5.4): this process's pages in the range may go; a file's
-     * pages mapped by no other process are reclaimed, and read back from the file when touched again. Nothing is lost.
-     */
-    void pageOut(long address, long length) throws ErrnoException;
+    /** {@code madvise(address, length, advice)}: a hint about this process's pages in the range; nothing is lost. */
+    void advise(long address, long length, Advice advice) throws ErrnoException;
+
+    /** What {@link #advise} tells the kernel of a range. */
+    enum Advice {
+        /**
+         * {@code MADV_RANDOM}: a fault in a file's range reads the one page (no read-around); together with
+         * {@code MADV_PAGEOUT}, the kernel then maps no page around it either, having none of the file in its cache.
+         */
+        RANDOM(1),
+        /**
+         * {@code MADV_PAGEOUT} (Linux 5.4): the pages may go; a file's pages mapped by no other process are reclaimed,
+         * and read back from the file when touched again.
+         */
+        PAGEOUT(21);
+
+        public final long value;
+
+        Advice(long value) {
+            this.value = value;
+        }
+    }
 
     /** {@code umask(mask)}: sets the process's file mode creation mask, returns the one before (it cannot fail). */
     int umask(int mask);

@@ -1,13 +1,17 @@
 package dev.warden.footprint;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.testing.Await;
 import dev.warden.testing.ImageJvm;
 import dev.warden.testing.WardenProcess;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -37,9 +41,28 @@ class StartPagesIT {
             if (WardenProcess.nativeExecutable()) {
                 assertTrue(after < started / 2, "file-backed resident memory " + started + " kB at ready, " + after
                         + " kB after\n" + warden.log());
+                Path executable = Path.of(System.getProperty("warden.it.native")).toRealPath();
+                List<String> flags = vmFlagsOf(warden.pid(), executable.toString());
+                assertFalse(flags.isEmpty(), "the executable is mapped: " + executable);
+                // "rr": MADV_RANDOM, so a page touched again is read alone, not with the 128 KiB around it.
+                assertTrue(flags.stream().allMatch(f -> List.of(f.split(" ")).contains("rr")), "each mapping read at random: " + flags);
             }
             assertEquals(200, warden.status("/q/health/ready"), "and it serves on, reading back what it needs");
             assertEquals(200, warden.status("/q/health/live"));
         }
+    }
+
+    /** The VmFlags line of each mapping of {@code path} in {@code pid}'s smaps. */
+    private static List<String> vmFlagsOf(long pid, String path) throws IOException {
+        List<String> flags = new ArrayList<>();
+        boolean wanted = false;
+        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "smaps"))) {
+            if (line.matches("^[0-9a-f]+-[0-9a-f]+ .*")) {
+                wanted = line.endsWith(" " + path);
+            } else if (wanted && line.startsWith("VmFlags:")) {
+                flags.add(line.substring("VmFlags:".length()).strip());
+            }
+        }
+        return flags;
     }
 }

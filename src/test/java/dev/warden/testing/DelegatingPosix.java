@@ -127,7 +127,7 @@ public class DelegatingPosix implements Posix {
     }
 
     @Override
-    public void pageOut(long address, long length) throws ErrnoException {
-        real.pageOut(address, length);
+    public void advise(long address, long length, Advice advice) throws ErrnoException {
+        real.advise(address, length, advice);
     }
 }

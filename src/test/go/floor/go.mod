@@ -1,0 +1,3 @@
+module warden.dev/floor
+
+go 1.26.0
