@@ -100,6 +100,7 @@ public interface Posix {
         /**
          * {@code MADV_RANDOM}: a fault in a file's range reads the one page (no read-around); together with
          * {@code MADV_PAGEOUT}, the kernel then maps no page around it either, having none of the file in its cache.
+         * Not for code: an executable mapping is read ahead whatever the advice.
          */
         RANDOM(1),
         /**
