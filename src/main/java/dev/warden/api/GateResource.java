@@ -21,8 +21,8 @@ import java.util.Optional;
  * {@code POST /api/v1/gate/step-down}: a planned switchover, as {@code warden step-down} asks it. The serving pod's lilbee
  * stops and the gate goes to a standby, whose lilbee starts warm; this warden holds back from contending again until
  * nothing of its pod holds the gate (GateDecision's step-down). It answers once this warden no longer serves (200), or
- * when {@code wait} seconds (default 15, at most 60) have passed first (202: in lease mode the Lease goes only once lilbee has stopped); 409 where
- * this warden is not elected (nothing to hand over), with the reason. It needs
+ * when {@code wait} seconds (default 15, at most 60) have passed first (202: in lease mode the Lease goes only once
+ * lilbee has stopped); 409 where this warden is not elected (nothing to hand over), with the reason. It needs
  * {@code Authorization: Bearer <warden.api.token>}.
  */
 @Path("/api/v1/gate")
