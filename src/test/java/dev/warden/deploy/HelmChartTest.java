@@ -361,6 +361,14 @@ class HelmChartTest {
     }
 
     @Test
+    void serviceLinksAreOffUnlessAskedFor(@TempDir Path dir) throws IOException {
+        JsonNode pod = kind(render(), "Deployment").at("/spec/template/spec");
+        assertFalse(pod.path("enableServiceLinks").asBoolean(true), "a variable per Service is what warden's start reads");
+        Path on = Files.writeString(dir.resolve("values.yaml"), "enableServiceLinks: true\n");
+        assertTrue(kind(render(on), "Deployment").at("/spec/template/spec/enableServiceLinks").asBoolean(false));
+    }
+
+    @Test
     void gateModeWithAClassicSidecarIsRefused(@TempDir Path dir) throws IOException {
         Path values = Files.writeString(dir.resolve("values.yaml"), "mode: gate\nnativeSidecar: false\n");
         Exception e = assertThrows(Exception.class, () -> render(values));

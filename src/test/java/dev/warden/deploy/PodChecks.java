@@ -143,6 +143,7 @@ public final class PodChecks {
             assertEquals("100%", deployment.at("/spec/strategy/rollingUpdate/maxUnavailable").asText());
         }
         assertTrue(pod.path("shareProcessNamespace").asBoolean(), "stopping the engine needs its processes");
+        assertFalse(pod.path("enableServiceLinks").asBoolean(true), "no variable for each Service: warden's start reads each");
         assertTrue(pod.path("terminationGracePeriodSeconds").asInt() > 35, "above llama-swap's 35 s backstop");
         assertEquals(1001, pod.at("/securityContext/fsGroup").asInt());
         boolean nativeSidecar = !container(pod, "initContainers", "warden").isMissingNode();
