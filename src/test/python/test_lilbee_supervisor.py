@@ -427,6 +427,15 @@ with open(os.environ["WARMED_LOG"], "a") as log:
 """
 
 
+def stopped(pid):
+    """Whether every thread of process pid is stopped (state T in its stat)."""
+    states = []
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/stat" % (pid, task), "rb") as stat:
+            states.append(stat.read(4096).rsplit(b")", 1)[1].split()[0])
+    return all(state == b"T" for state in states)
+
+
 def locks_of(pid):
     """The lock lines of every descriptor of process pid (its fdinfo): empty when it holds no lock at all."""
     found = []
@@ -599,7 +608,13 @@ class Warm(Pod):
         self.assertGreaterEqual(time.monotonic() - exited, 1.2, "prepared within --prepare-after of lilbee's exit")
 
     def test_without_a_spare_nothing_is_prepared_while_lilbee_runs(self):
-        warden, _, first = self.serving(5)
+        warden = self.warden()
+        self.supervise()
+        warden.accept()
+        # Prepared before the permit (one that is not ready yet would leave lilbee to start cold).
+        first = self.warm_pid(warden)
+        self.permit(warden, 5)
+        self.assertEqual(first, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False)))
         heard = []
         deadline = time.monotonic() + 1.5
         while time.monotonic() < deadline:
@@ -614,6 +629,8 @@ class Warm(Pod):
         prepared = self.warm_pid(warden)
         os.kill(prepared, signal.SIGSTOP)
         try:
+            # kill() returns before the stop: a thread of it woken by the go could still take it meanwhile.
+            wait_for("the prepared process stopped", lambda: stopped(prepared))
             self.permit(warden, 5)
             heard = []
             deadline = time.monotonic() + 1
