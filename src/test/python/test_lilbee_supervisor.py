@@ -509,6 +509,17 @@ class Warm(Pod):
         line = warden.report(lambda line: line.startswith("warm ") and line not in ("warm none", "warm %s" % other_than))
         return int(line.split()[1])
 
+    def serving_warm(self, validity, *options, **kwargs):
+        """A supervisor whose lilbee runs in the process it prepared, on warden's permit of `validity` seconds:
+        (warden, lilbee's pid). The permit waits for the prepared process: one not ready yet leaves lilbee to start cold."""
+        warden = self.warden()
+        self.supervise(*options, **kwargs)
+        warden.accept()
+        prepared = self.warm_pid(warden)
+        self.permit(warden, validity)
+        self.assertEqual(prepared, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False)))
+        return warden, prepared
+
     def assert_holds_nothing(self, pid):
         self.assertIn(pid, self.importers(), "the prepared process loaded the modules named")
         self.assertEqual([], locks_of(pid), "a prepared lilbee holds no lock")
@@ -595,12 +606,7 @@ class Warm(Pod):
         self.assertTrue(holds_flock(spare, self.gate_lock) and holds_flock(spare, self.server_lock))
 
     def test_no_process_is_prepared_within_prepare_after_of_a_lilbees_exit(self):
-        warden = self.warden()
-        self.supervise("--prepare-after", "1.5")
-        warden.accept()
-        first = self.warm_pid(warden)
-        self.permit(warden, 5)
-        self.assertEqual(first, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False)))
+        warden, first = self.serving_warm(5, "--prepare-after", "1.5")
         os.kill(first, signal.SIGKILL)
         warden.report(lambda line: line == "lilbee none")
         exited = time.monotonic()
@@ -608,13 +614,7 @@ class Warm(Pod):
         self.assertGreaterEqual(time.monotonic() - exited, 1.2, "prepared within --prepare-after of lilbee's exit")
 
     def test_without_a_spare_nothing_is_prepared_while_lilbee_runs(self):
-        warden = self.warden()
-        self.supervise()
-        warden.accept()
-        # Prepared before the permit (one that is not ready yet would leave lilbee to start cold).
-        first = self.warm_pid(warden)
-        self.permit(warden, 5)
-        self.assertEqual(first, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False)))
+        warden, first = self.serving_warm(5)
         heard = []
         deadline = time.monotonic() + 1.5
         while time.monotonic() < deadline:
@@ -682,12 +682,7 @@ class Warm(Pod):
         self.assertEqual([], [s for s in self.lilbee_states() if s])
 
     def test_python_dash_m_runs_warm_too(self):
-        warden = self.warden()
-        self.supervise(lilbee=(sys.executable, "-m", "standin_lilbee"))
-        warden.accept()
-        prepared = self.warm_pid(warden)
-        self.permit(warden, 3)
-        self.assertEqual(prepared, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False)))
+        self.serving_warm(3, lilbee=(sys.executable, "-m", "standin_lilbee"))
 
     def test_a_prepared_lilbee_killed_before_its_permit_leaves_lilbee_to_start_cold(self):
         warden = self.warden()
