@@ -82,7 +82,8 @@ class KubeletFailoverBench {
         }
         Report.section("11. Failover on a real kubelet",
                 "A real cluster on this machine (src/test/kubernetes/node-up.sh: kubelet, containerd, kube-proxy v1.37.2, two"
-                        + " nodes), the chart installed with helm, 2 replicas on one ReadWriteMany hostPath claim; hold on one"
+                        + " nodes), the chart installed with helm (warden's " + flavour() + " image), 2 replicas on one"
+                        + " ReadWriteMany hostPath claim; hold on one"
                         + " node with the real llama-swap, gate mode's Lease across both with the reference lilbee image (gate"
                         + " mode on one node is figure 12). " + ROUND + " helm install to the first pod Ready: "
                         + String.join(", ", installs) + ".",
