@@ -1,57 +1,54 @@
 package dev.warden.gate;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.config.WardenConfig;
-import io.fabric8.kubernetes.client.Config;
-import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
-import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
-import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfig;
-import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfigBuilder;
-import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaderElectionRecord;
-import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaseLock;
-import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.Lock;
-import io.fabric8.kubernetes.client.impl.KubernetesClientImpl;
-import io.fabric8.kubernetes.client.jdkhttp.JdkHttpClientFactory;
-import io.quarkus.runtime.annotations.RegisterForReflection;
+import dev.warden.kube.ApiServer;
+import dev.warden.kube.KubernetesAccess;
+import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jboss.logging.Logger;
 
 /**
- * The gate's election through a coordination.k8s.io/v1 Lease, as client-go's leader election runs
- * it: fabric8's leader elector (the client whose version Quarkus's BOM pins), acquiring every retry period,
- * renewing while it leads, and stepping down when a renewal has not succeeded within the renew
- * deadline (on warden's own clock, see {@link #leading()}), before the lease can expire for anyone
- * else. Every HTTP request is cut off after a retry period. After a step down it contends again.
- *
- * <p>In the native executable fabric8's builder finds its client by name, so that class's constructors are
- * registered here; the types the client reads and writes are in {@link LeaseModel}.
+ * The gate's election through a coordination.k8s.io/v1 Lease, as client-go's leader election runs it: while not
+ * leading, try to take the Lease every retry period (jittered up to 1.2 more, so that contenders do not ask in step);
+ * while leading, renew it every retry period, and step down when no renewal has succeeded within the renew deadline
+ * (on warden's own clock, see {@link #leading()}), before the Lease can expire for anyone else. What to write of the
+ * Lease read is {@link LeaseRecord#next}; every request is cut off after a retry period. After a step-down it contends
+ * again.
  */
-@RegisterForReflection(targets = KubernetesClientImpl.class, methods = false, fields = false)
 public final class LeaseElection implements GateElection {
 
     private static final Logger LOG = Logger.getLogger(LeaseElection.class);
+    /** client-go's: a contender waits a retry period and up to 1.2 more between attempts to take the Lease. */
+    private static final double JITTER = 1.2;
 
     private final Settings settings;
     private final MonotonicClock clock;
-    /** Every callback, request and answer moves this on; see {@link LeaseState}. */
+    private final Clock wall;
+    /** Every request and answer moves this on; see {@link LeaseState}. */
     private final AtomicReference<LeaseState> state;
     private final AtomicBoolean stopped = new AtomicBoolean();
-    private final AtomicReference<CompletableFuture<?>> running = new AtomicReference<>();
+    /** Set by {@link #stepAside} and {@link #close}: the contending thread lets the Lease go. */
+    private final AtomicBoolean letGo = new AtomicBoolean();
     /** Whether the Lease's absence, or a refusal to read it, was logged since a read last found it. */
     private final AtomicBoolean warnedUnusable = new AtomicBoolean();
-    private KubernetesClient client;
+    private final Object wake = new Object();
+    private LeaseStore store;
     private Thread thread;
-    /** Where the Lease lives, once {@link #start} resolved it. */
-    private volatile String namespace = "";
+    /** The Lease as this warden last read or wrote it, and when (on its clock) it first saw it so. */
+    private Optional<LeaseStore.Stored> observed = Optional.empty();
+    private Moment observedAt;
+    /** The holder last reported to the log and the state: client-go's maybeReportTransition. */
+    private Optional<String> reported = Optional.empty();
 
     /**
      * @param namespace where the Lease lives; empty: the pod's own (the service account's namespace,
@@ -76,13 +73,15 @@ public final class LeaseElection implements GateElection {
     }
 
     public LeaseElection(Settings settings) {
-        this(settings, MonotonicClock.SYSTEM);
+        this(settings, MonotonicClock.SYSTEM, Clock.systemUTC());
     }
 
-    LeaseElection(Settings settings, MonotonicClock clock) {
+    LeaseElection(Settings settings, MonotonicClock clock, Clock wall) {
         this.settings = settings;
         this.clock = clock;
+        this.wall = wall;
         this.state = new AtomicReference<>(LeaseState.initial(clock.now()));
+        this.observedAt = clock.now();
     }
 
     /** Where this warden stands, as one value. */
@@ -147,40 +146,40 @@ public final class LeaseElection implements GateElection {
         return stopped.get() ? Optional.empty() : state.get().stalled(clock.now(), patience, settings.retryPeriod());
     }
 
-    /** Starts contending on a thread of its own; {@code node} only names where this warden runs in the log. */
+    /**
+     * Starts contending on a thread of its own, through the service account mounted for warden (outside a pod, the
+     * kubeconfig's current context); {@code node} only names where this warden runs in the log.
+     */
     public synchronized void start(Optional<String> node) {
-        Config config = KubernetesAccess.config(System.getenv(), KubernetesAccess.SERVICE_ACCOUNT);
-        int timeout = (int) settings.retryPeriod().toMillis();
-        config.setRequestTimeout(timeout);
-        config.setConnectionTimeout(timeout);
-        config.setRequestRetryBackoffLimit(0);
-        namespace = settings.namespace().orElse(Optional.ofNullable(config.getNamespace()).orElse("default"));
-        // The JDK's HTTP client, named rather than found through a ServiceLoader (the native executable registers none).
-        client = new KubernetesClientBuilder().withConfig(config).withHttpClientFactory(new JdkHttpClientFactory()).build();
-        LOG.infof("Contending for Lease %s/%s as %s%s (lease %d s, renew deadline %d s, retry %d s)", namespace,
-                settings.name(), settings.identity(), node.map(n -> " on node " + n).orElse(""),
-                settings.duration().toSeconds(), settings.renewDeadline().toSeconds(), settings.retryPeriod().toSeconds());
+        ApiServer api = new ApiServer(KubernetesAccess.of(System.getenv(), KubernetesAccess.SERVICE_ACCOUNT), settings.retryPeriod());
+        String namespace = settings.namespace().or(api::namespace).orElse("default");
+        start(new ApiLeases(api, new ObjectMapper(), namespace, settings.name()), node);
+    }
+
+    synchronized void start(LeaseStore leases, Optional<String> node) {
+        store = leases;
+        LOG.infof("Contending for Lease %s as %s%s (lease %d s, renew deadline %d s, retry %d s)", store.describe(),
+                settings.identity(), node.map(n -> " on node " + n).orElse(""), settings.duration().toSeconds(),
+                settings.renewDeadline().toSeconds(), settings.retryPeriod().toSeconds());
         state.updateAndGet(s -> s.began(clock.now()));
         thread = Thread.ofPlatform().daemon().name("warden-lease").start(this::contend);
     }
 
     private void contend() {
         while (!stopped.get()) {
-            LeaseLock lock = new UnheldLeaseLock(namespace, settings.name(), settings.identity(), settings.duration());
-            CompletableFuture<?> elector = client.leaderElector().withConfig(electionConfig(lock)).build().start();
-            running.set(elector);
-            if (stopped.get()) {
-                elector.cancel(true);
+            if (acquire()) {
+                renew();
             }
-            try {
-                elector.join();
-            } catch (RuntimeException e) {
-                if (!stopped.get() && state.get().asideUntil().isEmpty()) {
-                    LOG.warnf("The Lease election ended (%s); contending again", e.getMessage());
-                }
+            // Only a leader told to (stepping aside, or stopping with its lilbee stopped) lets the Lease go. One that stepped
+            // down at the renew deadline leaves it to expire: another takes it a Lease duration after its last renewal,
+            // not a renew deadline, and the difference is the time its lilbee has to stop after its permit ran out.
+            if (letGo.getAndSet(false)) {
+                release();
             }
-            // A renewal failed past the deadline (stepped down), the elector gave up, or this warden stepped aside.
             state.updateAndGet(LeaseState::stoppedLeading);
+            if (stopped.get()) {
+                return;
+            }
             pause(settings.retryPeriod());
             state.get().asideUntil().ifPresent(until -> {
                 Duration aside = until.since(clock.now());
@@ -192,180 +191,218 @@ public final class LeaseElection implements GateElection {
         }
     }
 
+    /** Tries to take the Lease until it does (true), or is told to stop or step aside (false). */
+    private boolean acquire() {
+        while (!stopped.get() && !letGo.get()) {
+            if (tryAcquireOrRenew()) {
+                state.updateAndGet(s -> s.startedLeading(settings.identity()));
+                LOG.infof("Holding the Lease %s as %s", settings.name(), settings.identity());
+                return true;
+            }
+            long retry = settings.retryPeriod().toNanos();
+            pause(Duration.ofNanos(retry + (long) (ThreadLocalRandom.current().nextDouble() * JITTER * retry)));
+        }
+        return false;
+    }
+
     /**
-     * Releases the Lease (fabric8 releases it when its elector is cancelled) and stays out for three retry periods,
-     * longer than another contender's jittered retry (up to 2.2 retry periods), so that one takes it.
+     * Renews the Lease every retry period while it leads; returns when no renewal succeeded within the renew deadline
+     * (stepped down), or when told to stop or step aside.
+     */
+    private void renew() {
+        while (!stopped.get() && !letGo.get()) {
+            pause(settings.retryPeriod());
+            Moment deadline = clock.now().plus(settings.renewDeadline());
+            boolean renewed = false;
+            while (!renewed && !stopped.get() && !letGo.get() && clock.now().isBefore(deadline)) {
+                renewed = tryAcquireOrRenew();
+                if (!renewed && clock.now().plus(settings.retryPeriod()).isBefore(deadline)) {
+                    pause(settings.retryPeriod());
+                } else if (!renewed) {
+                    break;
+                }
+            }
+            if (!renewed && !stopped.get() && !letGo.get()) {
+                LeaseState before = state.getAndUpdate(LeaseState::stoppedLeading);
+                if (before.leading() && !before.warned()) {
+                    LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
+                            settings.renewDeadline().toSeconds());
+                }
+                return;
+            }
+        }
+    }
+
+    /**
+     * One round of client-go's tryAcquireOrRenew: read the Lease (create it where it does not exist), decide
+     * ({@link LeaseRecord#next}), write. True when this warden holds it now.
+     */
+    private boolean tryAcquireOrRenew() {
+        Moment asked = clock.now();
+        state.updateAndGet(s -> s.asked(asked));
+        try {
+            Optional<LeaseStore.Stored> read = store.get();
+            if (read.isEmpty()) {
+                return create(asked);
+            }
+            warnedUnusable.set(false);
+            LeaseRecord record = read.get().record();
+            state.updateAndGet(s -> s.read(record.holder(), record.renewTime(), settings.identity()));
+            if (observed.map(o -> !o.record().equals(record)).orElse(true)) {
+                observedAt = clock.now();
+            }
+            observed = read;
+            report(record.holder());
+            Optional<LeaseRecord> next = record.next(settings.identity(), settings.duration(), observedAt, clock.now(),
+                    wall.instant());
+            if (next.isEmpty()) {
+                return false;
+            }
+            Moment sent = clock.now();
+            state.updateAndGet(s -> s.asked(sent));
+            return written(store.update(read.get(), next.get()), next.get(), sent);
+        } catch (LeaseStore.Refused e) {
+            state.updateAndGet(LeaseState::failed);
+            if (e.status() == 403) {
+                warnUnusable("may not be " + e.what() + " by this warden: its Role allows another Lease"
+                        + " (warden.gate.lease.name must name the Lease the chart made)");
+            } else if (e.status() != 409) {
+                LOG.debugf("%s", e.getMessage());
+            }
+            return false;
+        } catch (IOException | RuntimeException e) {
+            state.updateAndGet(LeaseState::failed);
+            LOG.debugf("The Lease %s could not be read or written: %s", settings.name(), e.toString());
+            return false;
+        } catch (InterruptedException e) {
+            state.updateAndGet(LeaseState::failed);
+            return false;
+        }
+    }
+
+    /**
+     * The Lease does not exist: created, naming this warden. The chart makes the Lease and its Role has no create (RBAC
+     * cannot name what a create makes): a warden that gets here finds the Lease deleted, or not yet made, and the API
+     * server refuses.
+     */
+    private boolean create(Moment sent) throws IOException, InterruptedException, LeaseStore.Refused {
+        LeaseRecord first = LeaseRecord.first(settings.identity(), settings.duration(), wall.instant());
+        try {
+            return written(store.create(first), first, sent);
+        } catch (LeaseStore.Refused e) {
+            if (e.status() != 403) {
+                throw e;
+            }
+            state.updateAndGet(LeaseState::failed);
+            warnUnusable("does not exist, and this warden may not create it (its Role allows get and update on that one"
+                    + " Lease): helm upgrade creates it again, or create it with kubectl, spec.leaseDurationSeconds "
+                    + settings.duration().toSeconds());
+            return false;
+        }
+    }
+
+    /** A write the API server took, sent at {@code sent}. */
+    private boolean written(LeaseStore.Stored stored, LeaseRecord record, Moment sent) {
+        observed = Optional.of(stored);
+        observedAt = clock.now();
+        state.updateAndGet(s -> s.accepted(record.holder().orElse(""), record.renewTime(), settings.identity(), sent));
+        report(record.holder());
+        return record.holder().filter(settings.identity()::equals).isPresent();
+    }
+
+    /** The holder seen changed: logged once per change, as client-go reports a new leader. */
+    private void report(Optional<String> holder) {
+        if (holder.equals(reported)) {
+            return;
+        }
+        reported = holder;
+        state.updateAndGet(s -> s.newLeader(holder));
+        holder.filter(h -> !h.equals(settings.identity()))
+                .ifPresent(h -> LOG.infof("The Lease %s is held by %s", settings.name(), h));
+    }
+
+    /** A leader lets the Lease go, as client-go releases it: no holder, a second's duration. */
+    private void release() {
+        Optional<LeaseStore.Stored> last = observed;
+        if (last.isEmpty() || !last.get().record().holder().equals(Optional.of(settings.identity()))) {
+            return;
+        }
+        try {
+            observed = Optional.of(store.update(last.get(), last.get().record().released(wall.instant())));
+            report(Optional.empty());
+        } catch (IOException | LeaseStore.Refused | RuntimeException e) {
+            LOG.infof("The Lease %s could not be released (%s): it expires instead", settings.name(), e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Releases the Lease and stays out for three retry periods, longer than another contender's jittered retry (up to
+     * 2.2 retry periods), so that one takes it.
      */
     @Override
     public void stepAside() {
         Duration aside = settings.retryPeriod().multipliedBy(3);
         state.updateAndGet(s -> s.asideUntil(clock.now().plus(aside)));
-        CompletableFuture<?> elector = running.get();
-        if (elector != null) {
-            elector.cancel(true);
-        }
+        letGo.set(true);
+        wakeUp();
         LOG.infof("Stepping aside from the Lease %s for %d s", settings.name(), aside.toSeconds());
-    }
-
-    /**
-     * fabric8's elector configured with warden's timings and callbacks. The callbacks must never throw:
-     * fabric8 runs them inside its own steps, and a step that throws ends the election without completing
-     * the elector's future, leaving this warden out of the election until it restarts.
-     */
-    LeaderElectionConfig electionConfig(Lock lock) {
-        return new LeaderElectionConfigBuilder()
-                .withName(settings.name())
-                .withLock(new Timed(lock))
-                .withLeaseDuration(settings.duration())
-                .withRenewDeadline(settings.renewDeadline())
-                .withRetryPeriod(settings.retryPeriod())
-                .withReleaseOnCancel(true)
-                .withLeaderCallbacks(new LeaderCallbacks(this::startedLeading, this::stoppedLeading, this::newLeader))
-                .build();
-    }
-
-    /**
-     * The elector's lock, timed: when the elector last began asking the API server anything (whatever the answer), what
-     * each read found, and when the last write naming this warden that the API server took was sent.
-     */
-    private final class Timed implements Lock {
-        private final Lock lock;
-
-        Timed(Lock lock) {
-            this.lock = lock;
-        }
-
-        @Override
-        public LeaderElectionRecord get(KubernetesClient kubernetes) {
-            state.updateAndGet(s -> s.asked(clock.now()));
-            LeaderElectionRecord record;
-            try {
-                record = lock.get(kubernetes);
-            } catch (RuntimeException e) {
-                state.updateAndGet(LeaseState::failed);
-                if (e instanceof KubernetesClientException refused && refused.getCode() == 403) {
-                    warnUnusable("may not be read by this warden: its Role allows another Lease (warden.gate.lease.name "
-                            + "must name the Lease the chart made)");
-                }
-                throw e;
-            }
-            if (record != null) {
-                warnedUnusable.set(false);
-            }
-            state.updateAndGet(s -> s.read(Optional.ofNullable(record).map(LeaderElectionRecord::getHolderIdentity),
-                    renewTime(record), settings.identity()));
-            return record;
-        }
-
-        /**
-         * The chart creates the Lease and its Role has no create (RBAC cannot name what a create makes): a warden that
-         * gets here finds the Lease deleted, or not yet made, and the API server refuses.
-         */
-        @Override
-        public void create(KubernetesClient kubernetes, LeaderElectionRecord record) {
-            try {
-                write(record, () -> lock.create(kubernetes, record));
-            } catch (KubernetesClientException e) {
-                if (e.getCode() == 403) {
-                    warnUnusable("does not exist, and this warden may not create it (its Role allows get, update and patch "
-                            + "on that one Lease): helm upgrade creates it again, or create it with kubectl, "
-                            + "spec.leaseDurationSeconds " + settings.duration().toSeconds());
-                }
-                throw e;
-            }
-        }
-
-        @Override
-        public void update(KubernetesClient kubernetes, LeaderElectionRecord record) {
-            write(record, () -> lock.update(kubernetes, record));
-        }
-
-        private void write(LeaderElectionRecord record, Runnable request) {
-            Moment sent = clock.now();
-            state.updateAndGet(s -> s.asked(sent));
-            try {
-                request.run();
-            } catch (RuntimeException e) {
-                state.updateAndGet(LeaseState::failed);
-                throw e;
-            }
-            state.updateAndGet(s -> s.accepted(record.getHolderIdentity(), renewTime(record), settings.identity(), sent));
-        }
-
-        @Override
-        public String identity() {
-            return lock.identity();
-        }
-
-        @Override
-        public String describe() {
-            return lock.describe();
-        }
     }
 
     /** Logged once until a read finds the Lease again; the elector retries every retry period meanwhile. */
     private void warnUnusable(String what) {
         if (warnedUnusable.compareAndSet(false, true)) {
-            LOG.warnf("The Lease %s/%s %s. This warden does not lead until then.", namespace, settings.name(), what);
-        }
-    }
-
-    private static Optional<Instant> renewTime(LeaderElectionRecord record) {
-        return Optional.ofNullable(record).map(LeaderElectionRecord::getRenewTime).map(t -> t.toInstant());
-    }
-
-    private void startedLeading() {
-        state.updateAndGet(s -> s.startedLeading(settings.identity()));
-        LOG.infof("Holding the Lease %s as %s", settings.name(), settings.identity());
-    }
-
-    private void stoppedLeading() {
-        LeaseState before = state.getAndUpdate(LeaseState::stoppedLeading);
-        if (before.leading() && !before.warned()) {
-            LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
-                    settings.renewDeadline().toSeconds());
-        }
-    }
-
-    /** {@code identity} is null when the Lease was released: it names no holder until someone takes it. */
-    private void newLeader(String identity) {
-        LeaseState before = state.getAndUpdate(s -> s.newLeader(Optional.ofNullable(identity)));
-        if (identity != null && !before.holder().equals(Optional.of(identity)) && !identity.equals(settings.identity())) {
-            LOG.infof("The Lease %s is held by %s", settings.name(), identity);
+            LOG.warnf("The Lease %s %s. This warden does not lead until then.", store.describe(), what);
         }
     }
 
     /**
-     * Stops. With {@code letGo} the elector is cancelled, which releases the Lease (the next warden need not wait for it
-     * to expire); without, its client is closed under it and the Lease expires as if this warden had died.
+     * Stops. With {@code letGo} the Lease is released (the next warden need not wait for it to expire); without, the
+     * client is closed under the contending thread and the Lease expires as if this warden had died.
      */
     @Override
     public void close(boolean letGo) {
+        this.letGo.set(letGo);
         stopped.set(true);
-        CompletableFuture<?> elector = running.get();
-        if (elector != null && letGo) {
-            elector.cancel(true);
-        }
         state.updateAndGet(LeaseState::stoppedLeading);
+        wakeUp();
         Thread contender = thread;
         if (contender != null && letGo) {
             try {
-                contender.join(settings.retryPeriod().toMillis() + 1000);
+                contender.join(settings.retryPeriod().toMillis() * 2 + 1000);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         }
-        if (client != null) {
-            client.close();
+        if (store != null) {
+            store.close();
         }
     }
 
+    private void wakeUp() {
+        synchronized (wake) {
+            wake.notifyAll();
+        }
+    }
+
+    /** Sleeps for {@code duration}, or until told to stop or step aside. */
     private void pause(Duration duration) {
-        try {
-            Thread.sleep(duration);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            stopped.set(true);
+        Moment until = clock.now().plus(duration);
+        synchronized (wake) {
+            while (!stopped.get() && !letGo.get()) {
+                long left = until.since(clock.now()).toMillis();
+                if (left <= 0) {
+                    return;
+                }
+                try {
+                    wake.wait(left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    stopped.set(true);
+                    return;
+                }
+            }
         }
     }
 

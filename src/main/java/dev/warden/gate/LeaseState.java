@@ -31,7 +31,7 @@ public record LeaseState(boolean leading, Optional<Moment> lastWriteSent, Moment
     /**
      * While this warden leads, the moment its lead ends: the elector says it leads, and the last write naming it that
      * the API server took was sent less than the renew deadline ago. The deadline is counted on this warden's clock
-     * from the send (fabric8 notices a missed deadline only after the renewal in flight times out), while nobody else
+     * from the send (the election notices a missed deadline only after the renewal in flight times out), while nobody else
      * can take the Lease sooner than a Lease duration after that write was sent.
      */
     public Optional<Moment> leadingUntil(Moment now, Duration renewDeadline) {

@@ -1,15 +1,10 @@
 package dev.warden.gate;
 
-import io.fabric8.kubernetes.client.Config;
-import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
-import io.fabric8.kubernetes.client.http.HttpRequest;
-import io.fabric8.kubernetes.client.http.HttpResponse;
-import io.fabric8.kubernetes.client.jdkhttp.JdkHttpClientFactory;
+import dev.warden.kube.ApiServer;
+import dev.warden.kube.KubernetesAccess;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 
 /**
@@ -19,7 +14,7 @@ import java.util.regex.Pattern;
  *
  * @param uid the pod's UID ({@code $POD_UID}), empty when not given
  */
-public record OwnPod(KubernetesClient client, String namespace, String name, Optional<String> uid, Duration timeout)
+public record OwnPod(ApiServer api, String namespace, String name, Optional<String> uid)
         implements AutoCloseable {
 
     private static final Pattern NAME = Pattern.compile("[a-z0-9]([-a-z0-9.]*[a-z0-9])?");
@@ -38,15 +33,10 @@ public record OwnPod(KubernetesClient client, String namespace, String name, Opt
         if (!NAME.matcher(name).matches()) {
             throw new IllegalArgumentException("the pod name " + name + " is not a Kubernetes name");
         }
-        Config config = KubernetesAccess.config(env, KubernetesAccess.SERVICE_ACCOUNT);
-        config.setRequestTimeout((int) timeout.toMillis());
-        config.setConnectionTimeout((int) timeout.toMillis());
-        config.setRequestRetryBackoffLimit(0);
-        String in = namespace.or(() -> Optional.ofNullable(config.getNamespace())).orElse("default");
+        ApiServer api = new ApiServer(KubernetesAccess.of(env, KubernetesAccess.SERVICE_ACCOUNT), timeout);
+        String in = namespace.or(api::namespace).orElse("default");
         Optional<String> uid = Optional.ofNullable(env.get("POD_UID")).map(String::strip).filter(u -> u.matches("[-0-9a-f]{1,64}"));
-        KubernetesClient client = new KubernetesClientBuilder().withConfig(config).withHttpClientFactory(new JdkHttpClientFactory())
-                .build();
-        return new OwnPod(client, in, name, uid, timeout);
+        return new OwnPod(api, in, name, uid);
     }
 
     /** {@code namespace/name}. */
@@ -56,15 +46,11 @@ public record OwnPod(KubernetesClient client, String namespace, String name, Opt
 
     /** Sends {@code body} ({@code contentType}) with {@code method} to {@code path} under the API server; the status code. */
     public int send(String method, String path, String contentType, String body) throws Exception {
-        HttpRequest request = client.getHttpClient().newHttpRequestBuilder()
-                .uri(client.getMasterUrl().toString().replaceAll("/*$", "") + path).method(method, contentType, body).build();
-        HttpResponse<String> response = client.getHttpClient().sendAsync(request, String.class)
-                .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        return response.code();
+        return api.send(method, path, contentType, body).status();
     }
 
     @Override
     public void close() {
-        client.close();
+        api.close();
     }
 }

@@ -107,7 +107,7 @@ class LeaseTakeoverBench {
         }
         Report.section("8. Lease election",
                 "Gate mode with `warden.gate.election=lease` and warden's defaults, client-go's: a 15 s Lease, 10 s renew"
-                        + " deadline, 2 s retry (fabric8's elector adds up to 1.2 retry periods of jitter). Wardens on data"
+                        + " deadline, 2 s retry (a contender adds up to 1.2 retry periods of jitter). Wardens on data"
                         + " roots of their own (pods on different nodes, whose file locks do not meet) against a real"
                         + " kube-apiserver on loopback; one leader and one standby, a fresh standby after each round. Time"
                         + " from just before the event until the other warden's /q/health/started is 200 (polled every"

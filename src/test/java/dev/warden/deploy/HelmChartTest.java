@@ -122,10 +122,10 @@ class HelmChartTest {
         assertTrue(env.contains("\"fieldPath\":\"metadata.name\""), "the pod is the Lease's holder identity: " + env);
         String rules = kind(objects, "Role").path("rules").toString();
         assertEquals("[{\"apiGroups\":[\"coordination.k8s.io\"],\"resources\":[\"leases\"],\"resourceNames\":[\"lib-warden-gate\"],"
-                + "\"verbs\":[\"get\",\"update\",\"patch\"]}]", rules, "no create: RBAC cannot name what a create makes");
+                + "\"verbs\":[\"get\",\"update\"]}]", rules, "no create: RBAC cannot name what a create makes");
         JsonNode lease = kind(objects, "Lease");
         assertEquals("lib-warden-gate", lease.at("/metadata/name").asText());
-        assertEquals("{\"leaseDurationSeconds\":15}", lease.path("spec").toString(), "held by no one; the duration fabric8 needs to read it");
+        assertEquals("{\"leaseDurationSeconds\":15}", lease.path("spec").toString(), "held by no one; the duration it lasts");
         assertEquals("lib-warden-gate", kind(objects, "RoleBinding").at("/subjects/0/name").asText());
         assertTrue(named(render(CHART.resolve("ci/gate-values.yaml")), "Role", "lib-warden-gate").isMissingNode(),
                 "no Lease's Role in file mode");

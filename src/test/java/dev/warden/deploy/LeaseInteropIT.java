@@ -146,7 +146,7 @@ class LeaseInteropIT {
         wardens.forget(leader);
         awaitStarted("another warden is started");
         Duration handover = Duration.ofNanos(System.nanoTime() - killed);
-        // fabric8 retries with a jitter of up to 1.2 retry periods; the probes are polled, not pushed.
+        // A contender retries with a jitter of up to 1.2 retry periods; the probes are polled, not pushed.
         Duration bound = LEASE.plus(RETRY.multipliedBy(3)).plusSeconds(1);
         assertTrue(handover.compareTo(bound) < 0, "handover took " + handover.toMillis() + " ms\n" + wardens.logs());
         assertEquals(wardens.theOneStarted().orElseThrow().json("/api/v1/status").at("/gate/lease/identity").asText(), holder());
@@ -183,7 +183,7 @@ class LeaseInteropIT {
             assertTrue(fenced.compareTo(earliestExpiry) < 0, "lilbee fenced " + fenced.toMillis()
                     + " ms after the API server froze, later than the Lease could expire\n" + leader.log());
             // On warden's own clock: the renew deadline after the last accepted renewal, sent before the freeze
-            // (fabric8's elector alone notices only after the request in flight and its next retry).
+            // (the election's loop alone notices only after the request in flight and its next retry).
             assertTrue(fenced.compareTo(RENEW_DEADLINE.plusMillis(500)) < 0, "stepped down " + fenced.toMillis()
                     + " ms after the freeze, past the renew deadline\n" + leader.log());
             assertTrue(wardens.lilbee(leader).stateLines().contains("term " + lilbee), "SIGTERM first: it had its grace");
@@ -199,21 +199,20 @@ class LeaseInteropIT {
     }
 
     /**
-     * The chart's Roles grant what the election needs and nothing else: get, update and patch on its own Lease, which
-     * the chart creates (the wardens above led with that token alone; without patch, fabric8's renewal was refused:
-     * the first run of these tests). No create: RBAC cannot name what a create makes. With standbys the chart routes by
+     * The chart's Roles grant what the election needs and nothing else: get and update on its own Lease, which the chart
+     * creates (the wardens above led with that token alone). No create: RBAC cannot name what a create makes. With standbys the chart routes by
      * role, which adds get and patch on pods (RBAC cannot name a Deployment's pods either; the admission policy narrows
      * it to the own pod's role label), and the Events add create on events: the token may do those and no more.
      */
     @Test
     void theChartsRolesAllowItsOwnLeaseTheRoleLabelAndEventsAndNothingElse() throws Exception {
         String own = "leases.coordination.k8s.io/" + LEASE_NAME;
-        List<List<String>> allowed = List.of(List.of("get", own), List.of("update", own), List.of("patch", own),
+        List<List<String>> allowed = List.of(List.of("get", own), List.of("update", own),
                 List.of("get", "pods"), List.of("patch", "pods"), List.of("create", "events"));
         for (List<String> request : allowed) {
             assertEquals("yes", canI(NAMESPACE, request), request.toString());
         }
-        List<List<String>> denied = List.of(List.of("delete", own), List.of("create", "leases.coordination.k8s.io"),
+        List<List<String>> denied = List.of(List.of("patch", own), List.of("delete", own), List.of("create", "leases.coordination.k8s.io"),
                 List.of("create", own), List.of("get", "leases.coordination.k8s.io/another"),
                 List.of("update", "leases.coordination.k8s.io/another"), List.of("patch", "leases.coordination.k8s.io/another"),
                 List.of("list", "leases.coordination.k8s.io"), List.of("list", "pods"), List.of("watch", "pods"),

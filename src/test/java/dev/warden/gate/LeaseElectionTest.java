@@ -2,74 +2,94 @@ package dev.warden.gate;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.testing.Await;
-import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElector;
-import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaderElectionRecord;
-import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.Lock;
+import java.time.Clock;
 import java.time.Duration;
-import java.time.ZoneOffset;
-import java.time.ZonedDateTime;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * warden's callbacks inside fabric8's real leader elector, on a Lease kept in memory: the elector's
- * steps run the callbacks, and one that throws ends the election without ending the elector's future,
- * which {@link LeaseElection} waits on before it contends again.
+ * The election's loop on a Lease kept in memory as the API server keeps one (a version each write must name, refused
+ * with 409 when it changed since): taking it, renewing it, stepping down at the renew deadline, releasing it, stepping
+ * aside for another contender, a restart in place.
  */
 class LeaseElectionTest {
 
-    private final ExecutorService executor = Executors.newCachedThreadPool();
-
-    private final MemoryLease lease = new MemoryLease("w0");
+    private final MemoryLeases lease = new MemoryLeases();
+    private final List<LeaseElection> elections = new ArrayList<>();
 
     @AfterEach
     void stop() {
         lease.answer();
-        executor.shutdownNow();
+        elections.forEach(e -> e.close(false));
     }
 
-    private static LeaseElection election() {
-        return new LeaseElection(new LeaseElection.Settings("warden-gate", Optional.empty(), "w0", Duration.ofSeconds(2),
-                Duration.ofMillis(400), Duration.ofMillis(100)));
+    private LeaseElection election(String identity) {
+        LeaseElection election = new LeaseElection(new LeaseElection.Settings("warden-gate", Optional.empty(), identity,
+                Duration.ofSeconds(1), Duration.ofMillis(400), Duration.ofMillis(100)), MonotonicClock.SYSTEM, Clock.systemUTC());
+        elections.add(election);
+        election.start(lease, Optional.empty());
+        return election;
     }
 
-    /** A Lease as the API server keeps it; once told to, it refuses the holder's renewals but takes its release. */
-    private static final class MemoryLease implements Lock {
-        private final String identity;
-        private LeaderElectionRecord record;
-        private boolean refusingRenewals;
-        /** Counted down to answer again: until then every read hangs, as one the API server never answers. */
+    /** A Lease as the API server keeps it; told to, it refuses the holder's renewals, or hangs every read. */
+    private static final class MemoryLeases implements LeaseStore {
+        private LeaseRecord record;
+        private int version;
+        private String refusing;
         private volatile CountDownLatch hanging;
 
-        MemoryLease(String identity) {
-            this.identity = identity;
+        @Override
+        public Optional<Stored> get() throws InterruptedException {
+            CountDownLatch latch = hanging;
+            if (latch != null) {
+                latch.await();
+            }
+            synchronized (this) {
+                return Optional.ofNullable(record).map(r -> new Stored(r, version));
+            }
         }
 
         @Override
-        public LeaderElectionRecord get(KubernetesClient client) {
-            CountDownLatch latch = hanging;
-            if (latch != null) {
-                try {
-                    latch.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
+        public synchronized Stored create(LeaseRecord created) throws Refused {
+            if (record != null) {
+                throw new Refused(409, "created", "the Lease already exists");
             }
-            synchronized (this) {
-                return record;
+            record = created;
+            return new Stored(record, ++version);
+        }
+
+        @Override
+        public synchronized Stored update(Stored read, LeaseRecord updated) throws Refused {
+            if (!read.version().equals(version)) {
+                throw new Refused(409, "written", "the Lease changed since it was read");
             }
+            if (refusing != null && updated.holder().equals(Optional.of(refusing))) {
+                throw new Refused(504, "written", "the API server timed the write out");
+            }
+            record = updated;
+            return new Stored(record, ++version);
+        }
+
+        /** As if written before this test's warden started (by its previous run). */
+        synchronized void written(LeaseRecord earlier) {
+            record = earlier;
+            version++;
+        }
+
+        synchronized void refuseWritesNaming(String identity) {
+            refusing = identity;
+        }
+
+        synchronized Optional<LeaseRecord> record() {
+            return Optional.ofNullable(record);
         }
 
         void hang() {
@@ -85,74 +105,94 @@ class LeaseElectionTest {
         }
 
         @Override
-        public synchronized void create(KubernetesClient client, LeaderElectionRecord created) {
-            if (record != null) {
-                throw new KubernetesClientException("the Lease already exists", 409, null);
-            }
-            record = created;
-        }
-
-        @Override
-        public synchronized void update(KubernetesClient client, LeaderElectionRecord updated) {
-            if (refusingRenewals && identity.equals(updated.getHolderIdentity())) {
-                throw new KubernetesClientException("the API server timed the write out", 504, null);
-            }
-            record = updated;
-        }
-
-        /** As if written before this test's warden started (by its previous run). */
-        synchronized void written(LeaderElectionRecord earlier) {
-            record = earlier;
-        }
-
-        synchronized void refuseRenewals() {
-            refusingRenewals = true;
-        }
-
-        synchronized Optional<LeaderElectionRecord> record() {
-            return Optional.ofNullable(record);
-        }
-
-        @Override
-        public String identity() {
-            return identity;
-        }
-
-        @Override
         public String describe() {
-            return "an in-memory Lease for " + identity;
+            return "test/warden-gate";
+        }
+
+        @Override
+        public void close() {
+            answer();
         }
     }
 
+    @Test
+    void theFirstContenderCreatesAndHoldsTheLeaseAndRenewsIt() throws Exception {
+        LeaseElection election = election("w0");
+        Await.until("w0 leads", election::leading);
+        LeaseRecord first = lease.record().orElseThrow();
+        assertEquals(Optional.of("w0"), first.holder());
+        assertEquals(Optional.of(Duration.ofSeconds(1)), first.duration());
+        Await.until("renewed", () -> lease.record().orElseThrow().renewTime().orElseThrow().isAfter(first.renewTime().orElseThrow()));
+        assertEquals(0, lease.record().orElseThrow().transitions(), "a renewal is no transition");
+        assertEquals(first.acquireTime(), lease.record().orElseThrow().acquireTime(), "nor a new acquisition");
+    }
+
     /**
-     * An API server that stops taking renewals until the renew deadline, then takes the release: fabric8
-     * releases the Lease (it names no holder) and its elector ends, so warden contends again. The release
-     * tells the callbacks of a leader with no name; a callback that failed on it left the warden out of
-     * the election for good (seen against a real kube-apiserver thawed just after the deadline).
+     * An API server that stops taking renewals until the renew deadline: the warden steps down and leaves the Lease to
+     * expire (a release would let another take it a renew deadline after the last renewal instead of a Lease duration,
+     * the margin its lilbee has to stop), and contends again, leading once its writes are taken again.
      */
     @Test
-    void aLeaderWhoseRenewalsFailUntilTheDeadlineReleasesTheLeaseAndItsElectorEnds() throws Exception {
-        LeaseElection election = election();
-        CompletableFuture<?> elector = new LeaderElector(null, election.electionConfig(lease), executor).start();
-        Await.until("w0 holds the Lease", () -> election.holder().equals(Optional.of("w0")));
-        assertEquals("w0", lease.record().orElseThrow().getHolderIdentity());
+    void aLeaderWhoseRenewalsFailUntilTheDeadlineStepsDownLeavesTheLeaseToExpireAndContendsAgain() throws Exception {
+        LeaseElection election = election("w0");
+        Await.until("w0 holds the Lease", () -> election.holder().equals(Optional.of("w0")) && election.leading());
+        lease.refuseWritesNaming("w0");
+        Await.until("stepped down", () -> !election.leading());
+        assertEquals(Optional.of("w0"), lease.record().orElseThrow().holder(), "not released: it expires");
+        lease.refuseWritesNaming(null);
+        Await.until("w0 leads again", election::leading);
+    }
 
-        lease.refuseRenewals();
-        // Bounded only so that a hang fails the test: the deadline is 400 ms.
-        elector.get(10, TimeUnit.SECONDS);
-        assertNull(lease.record().orElseThrow().getHolderIdentity(), "fabric8 released the Lease");
-        assertEquals(Optional.empty(), election.holder(), "a released Lease has no holder");
+    /** A warden stopping with its lilbee stopped releases the Lease; one stopped to let it expire does not. */
+    @Test
+    void closingLetsTheLeaseGoOnlyWhenToldTo() throws Exception {
+        LeaseElection election = election("w0");
+        Await.until("w0 leads", election::leading);
+        election.close(false);
+        assertEquals(Optional.of("w0"), lease.record().orElseThrow().holder(), "left to expire");
+        LeaseElection again = election("w0");
+        Await.until("w0 leads again", again::leading);
+        again.close(true);
+        assertEquals(Optional.empty(), lease.record().orElseThrow().holder(), "released");
+    }
+
+    /** Another contender takes the Lease only once it has gone unchanged for its duration, as it watched it. */
+    @Test
+    void aStoppedLeadersLeaseIsTakenOnceItHasGoneUnrenewedForItsDuration() throws Exception {
+        LeaseElection first = election("w0");
+        Await.until("w0 leads", first::leading);
+        LeaseElection second = election("w1");
+        Await.until("w1 has read the Lease", () -> second.holder().equals(Optional.of("w0")));
+        long stopped = System.nanoTime();
+        first.close(false);
+        Await.until("w1 leads", second::leading);
+        assertTrue(Duration.ofNanos(System.nanoTime() - stopped).compareTo(Duration.ofMillis(900)) > 0,
+                "not before the Lease's duration (1 s) from the last change w1 saw");
+        assertEquals(1, lease.record().orElseThrow().transitions());
+    }
+
+    /** Stepping aside releases the Lease and stays out long enough for another contender to take it. */
+    @Test
+    void aLeaderThatStepsAsideLetsAnotherTakeTheLeaseAtOnce() throws Exception {
+        LeaseElection first = election("w0");
+        Await.until("w0 leads", first::leading);
+        LeaseElection second = election("w1");
+        Await.until("w1 has read the Lease", () -> second.holder().equals(Optional.of("w0")));
+        long aside = System.nanoTime();
+        first.stepAside();
+        Await.until("w1 leads", second::leading);
+        assertTrue(Duration.ofNanos(System.nanoTime() - aside).compareTo(Duration.ofMillis(900)) < 0,
+                "released: w1 did not wait out the Lease's duration");
+        assertFalse(first.leading());
     }
 
     /**
-     * An elector that stops asking (here a read the API server never answers; fabric8's elector waits on it holding its
-     * own lock) is stalled once enough silence has passed (LeaseStateTest counts it): warden's liveness probe says so,
-     * and a restart lets the warden contend again.
+     * An elector that stops asking (here a read the API server never answers) is stalled once enough silence has passed
+     * (LeaseStateTest counts it): warden's liveness probe says so, and a restart lets the warden contend again.
      */
     @Test
     void anElectorThatStopsAskingTheApiServerIsStalled() throws Exception {
-        LeaseElection election = election();
-        new LeaderElector(null, election.electionConfig(lease), executor).start();
+        LeaseElection election = election("w0");
         Await.until("w0 holds the Lease", () -> election.holder().equals(Optional.of("w0")));
         assertEquals(Optional.empty(), election.stalled(Duration.ofMillis(200)), "renewing every 100 ms: not stalled");
         lease.hang();
@@ -163,29 +203,31 @@ class LeaseElectionTest {
     }
 
     /**
-     * A warden restarted in its pod finds the Lease naming it: the elector renews it at once, and the warden leads from
-     * that write of its own, never from the renewal time its previous run wrote (a wall-clock reading).
+     * A warden restarted in its pod finds the Lease naming it: it renews it at once, and leads from that write of its
+     * own, never from the renewal time its previous run wrote (a wall-clock reading).
      */
     @Test
     void aRestartedWardenRenewsTheLeaseNamingItAndLeadsFromItsOwnWrite() {
-        ZonedDateTime now = ZonedDateTime.now(ZoneOffset.UTC);
-        LeaderElectionRecord previous = new LeaderElectionRecord("w0", Duration.ofSeconds(2), now.minusSeconds(60),
-                now.minusNanos(50_000_000), 0);
+        Instant now = Instant.now();
+        LeaseRecord previous = new LeaseRecord(Optional.of("w0"), Optional.of(Duration.ofSeconds(1)),
+                Optional.of(now.minusSeconds(60)), Optional.of(now.minusMillis(50)), 3);
         lease.written(previous);
-        LeaseElection election = election();
-        new LeaderElector(null, election.electionConfig(lease), executor).start();
+        LeaseElection election = election("w0");
         Await.until("leading", election::leading);
-        assertTrue(lease.record().orElseThrow().getRenewTime().isAfter(previous.getRenewTime()), "renewed by this run");
+        LeaseRecord renewed = lease.record().orElseThrow();
+        assertTrue(renewed.renewTime().orElseThrow().isAfter(previous.renewTime().orElseThrow()), "renewed by this run");
+        assertEquals(3, renewed.transitions(), "still its own: no transition");
+        assertEquals(previous.acquireTime(), renewed.acquireTime());
     }
 
     /** Its renewal refused, a restarted warden has its answer and does not lead: its previous run's renewal proves nothing. */
     @Test
     void aRestartedWardenWhoseRenewalIsRefusedDoesNotLead() {
-        ZonedDateTime now = ZonedDateTime.now(ZoneOffset.UTC);
-        lease.written(new LeaderElectionRecord("w0", Duration.ofSeconds(2), now.minusSeconds(60), now.minusNanos(50_000_000), 0));
-        lease.refuseRenewals();
-        LeaseElection election = election();
-        new LeaderElector(null, election.electionConfig(lease), executor).start();
+        Instant now = Instant.now();
+        lease.written(new LeaseRecord(Optional.of("w0"), Optional.of(Duration.ofSeconds(1)), Optional.of(now.minusSeconds(60)),
+                Optional.of(now.minusMillis(50)), 0));
+        lease.refuseWritesNaming("w0");
+        LeaseElection election = election("w0");
         Await.until("the write answered (refused)", () -> election.state().answered());
         assertFalse(election.leading(), "not leading on a renewal of its previous run's");
     }

@@ -1,16 +1,19 @@
 package dev.warden.simulation;
 
 import dev.warden.gate.GateTimings;
+import dev.warden.gate.LeaseRecord;
 import dev.warden.gate.LeaseState;
 import dev.warden.gate.Moment;
 import dev.warden.gate.Observation;
+import java.time.Instant;
 import java.util.Optional;
 
 /**
- * A warden's Lease election in the simulation: fabric8's elector as client-go runs it (acquire or renew every retry
- * period, a little jittered while not leading; a Lease another holds is taken only once it has gone a Lease duration
- * unchanged as this warden observed it; a leader that has not renewed within the renew deadline steps down), each
- * request cut off after a retry period, around warden's own {@link LeaseState}, whose every transition is the real one.
+ * A warden's Lease election in the simulation: {@link dev.warden.gate.LeaseElection}'s loop as client-go runs it (acquire
+ * or renew every retry period, a little jittered while not leading; a leader that has not renewed within the renew
+ * deadline steps down), each request cut off after a retry period, around warden's own {@link LeaseState} and its
+ * decision of what to write ({@link LeaseRecord#next}: a Lease another holds is taken only once it has gone a Lease
+ * duration unchanged as this warden observed it), whose every transition and decision is the real one.
  */
 final class SimLease {
 
@@ -82,8 +85,9 @@ final class SimLease {
             observed = record;
             observedAt = sim.now();
         }
-        boolean another = !record.holder().isEmpty() && !record.holder().equals(identity);
-        if (another && observedAt + nanos(timings.duration()) > sim.now()) {
+        LeaseRecord lease = new LeaseRecord(Optional.of(record.holder()).filter(h -> !h.isEmpty()), Optional.of(timings.duration()),
+                Optional.empty(), Optional.empty(), 0);
+        if (lease.next(identity, timings.duration(), new Moment(observedAt), sim.moment(), Instant.EPOCH).isEmpty()) {
             if (state.leading()) {
                 state = state.stoppedLeading();
             }
@@ -117,7 +121,7 @@ final class SimLease {
         state = state.asideUntil(new Moment(asideUntil));
     }
 
-    /** A leader's release, as fabric8 sends it when its elector is cancelled. */
+    /** A leader's release, as the election sends it when it steps aside or stops. */
     void release() {
         if (state.leading() && observed != null) {
             api.put("", observed.version() + 1, taken -> { });

@@ -19,13 +19,14 @@ import org.junit.jupiter.api.io.TempDir;
  * API server outages of every length, against gate mode's Lease election: two wardens (LeaseInteropIT's
  * short timings: an 8 s Lease, 4 s renew deadline, 1 s retry) and a real kube-apiserver, frozen (SIGSTOP)
  * until the leader steps down and then for a random further 0 to 3 retry periods, 25 rounds
- * ({@code warden.soak.lease-outage.rounds}). The thaw so lands anywhere among the leader's failed renewals,
- * its elector's deadline and its release of the Lease.
+ * ({@code warden.soak.lease-outage.rounds}). The thaw so lands anywhere among the leader's failed renewals and its
+ * elector's deadline.
  *
  * <p>After every thaw one warden is started again, never two at once, and both stay live. Written for a thaw just after
- * fabric8's renew deadline: the elector released the Lease, a warden callback failed on the holder-less
- * Lease that the release reports, and fabric8 then never ended that elector, so its warden never contended
- * again; once both wardens had met it, nobody served (the benchmark saw it in CI; here once in 13 to 40 rounds).
+ * the renew deadline of the Kubernetes client's elector warden used before its own: the elector released the Lease, a
+ * warden callback failed on the holder-less Lease that the release reports, and the elector then never ended, so its
+ * warden never contended again; once both wardens had met it, nobody served (the benchmark saw it in CI; here once in
+ * 13 to 40 rounds).
  */
 class LeaseOutageSoak {
 

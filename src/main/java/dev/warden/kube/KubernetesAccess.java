@@ -1,18 +1,19 @@
-package dev.warden.gate;
+package dev.warden.kube;
 
 import dev.warden.config.SecretFile;
-import io.fabric8.kubernetes.client.Config;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.Optional;
 
 /**
- * How warden reaches the API server. In a pod ({@code KUBERNETES_SERVICE_HOST} set, as the kubelet sets it
- * in every container) only as the service account mounted for warden: fabric8's own discovery would
- * prefer {@code $KUBECONFIG} or {@code ~/.kube/config}, and a kubeconfig can name an exec credential
- * plugin that warden would run. Outside a pod, as kubectl does.
+ * How warden reaches the API server. In a pod ({@code KUBERNETES_SERVICE_HOST} set, as the kubelet sets it in every
+ * container) only as the service account mounted for warden: a kubeconfig in the pod (planted by another container, or
+ * named by {@code $KUBECONFIG}) is never read, and could name a credential plugin warden would run. Outside a pod, the
+ * current context of the kubeconfig kubectl would use ({@link Kubeconfig}).
  */
 public final class KubernetesAccess {
 
@@ -22,10 +23,10 @@ public final class KubernetesAccess {
     private KubernetesAccess() {
     }
 
-    public static Config config(Map<String, String> env, Path account) {
+    public static ApiServer.Access of(Map<String, String> env, Path account) {
         String host = env.getOrDefault("KUBERNETES_SERVICE_HOST", "").strip();
         if (host.isEmpty()) {
-            return Config.autoConfigure(null);
+            return Kubeconfig.access(env);
         }
         Path token = account.resolve("token");
         if (!Files.isRegularFile(token)) {
@@ -33,19 +34,16 @@ public final class KubernetesAccess {
                     + " token at " + token + ": Lease mode and role routing need one (the chart mounts a projected token for warden"
                     + " alone, with gate.election lease or gate.routing role). In a pod warden reads no kubeconfig.");
         }
-        Config config = Config.empty();
         String port = env.getOrDefault("KUBERNETES_SERVICE_PORT", "443").strip();
-        config.setMasterUrl("https://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port + "/");
-        config.setCaCertFile(account.resolve("ca.crt").toString());
-        // Read at each request: the kubelet rotates a projected token in place.
-        config.setOauthTokenProvider(() -> secret(token));
+        URI server = URI.create("https://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port);
+        Path authority = account.resolve("ca.crt");
         Path namespace = account.resolve("namespace");
-        if (Files.isRegularFile(namespace)) {
-            config.setNamespace(secret(namespace));
-        }
-        return config;
+        return new ApiServer.Access(server, Tls.context(Optional.of(secret(authority)), Optional.empty(), authority.toString()),
+                () -> Optional.of(secret(token)), Files.isRegularFile(namespace) ? Optional.of(secret(namespace)) : Optional.empty(),
+                "the service account at " + account);
     }
 
+    /** Read whole at each use: the kubelet rotates a projected token in place. */
     private static String secret(Path file) {
         try {
             return SecretFile.read(file).orElseThrow(() -> new IOException(file + " is empty"));
