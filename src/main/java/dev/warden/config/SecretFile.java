@@ -2,6 +2,7 @@ package dev.warden.config;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -38,5 +39,18 @@ public final class SecretFile {
             throw new IOException(file + " is over " + MAX_BYTES + " bytes: not a token or key");
         }
         return Optional.of(new String(bytes, StandardCharsets.UTF_8).strip()).filter(s -> !s.isEmpty());
+    }
+
+    /**
+     * The secret in {@code file}, which must be there.
+     *
+     * @throws UncheckedIOException "warden cannot read {@code what}: ..." naming the file, never its content
+     */
+    public static String required(Path file, String what) {
+        try {
+            return read(file).orElseThrow(() -> new IOException(file + " is empty"));
+        } catch (IOException e) {
+            throw new UncheckedIOException("warden cannot read " + what + ": " + e.getMessage(), e);
+        }
     }
 }

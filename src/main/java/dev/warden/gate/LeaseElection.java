@@ -41,6 +41,8 @@ public final class LeaseElection implements GateElection {
     private final AtomicBoolean letGo = new AtomicBoolean();
     /** Whether the Lease's absence, or a refusal to read it, was logged since a read last found it. */
     private final AtomicBoolean warnedUnusable = new AtomicBoolean();
+    /** Whether a request that got no answer was logged since the API server last answered. */
+    private final AtomicBoolean warnedUnanswered = new AtomicBoolean();
     private final Object wake = new Object();
     private LeaseStore store;
     private Thread thread;
@@ -242,6 +244,7 @@ public final class LeaseElection implements GateElection {
         state.updateAndGet(s -> s.asked(asked));
         try {
             Optional<LeaseStore.Stored> read = store.get();
+            answered();
             if (read.isEmpty()) {
                 return create(asked);
             }
@@ -262,6 +265,7 @@ public final class LeaseElection implements GateElection {
             state.updateAndGet(s -> s.asked(sent));
             return written(store.update(read.get(), next.get()), next.get(), sent);
         } catch (LeaseStore.Refused e) {
+            answered();
             state.updateAndGet(LeaseState::failed);
             if (e.status() == 403) {
                 warnUnusable("may not be " + e.what() + " by this warden: its Role allows another Lease"
@@ -272,7 +276,10 @@ public final class LeaseElection implements GateElection {
             return false;
         } catch (IOException | RuntimeException e) {
             state.updateAndGet(LeaseState::failed);
-            LOG.debugf("The Lease %s could not be read or written: %s", settings.name(), e.toString());
+            if (warnedUnanswered.compareAndSet(false, true)) {
+                LOG.warnf("The API server did not answer for the Lease %s (%s); asking again every %d s", store.describe(),
+                        e.toString(), settings.retryPeriod().toSeconds());
+            }
             return false;
         } catch (InterruptedException e) {
             state.updateAndGet(LeaseState::failed);
@@ -298,6 +305,12 @@ public final class LeaseElection implements GateElection {
                     + " Lease): helm upgrade creates it again, or create it with kubectl, spec.leaseDurationSeconds "
                     + settings.duration().toSeconds());
             return false;
+        }
+    }
+
+    private void answered() {
+        if (warnedUnanswered.getAndSet(false)) {
+            LOG.infof("The API server answers for the Lease %s again", store.describe());
         }
     }
 

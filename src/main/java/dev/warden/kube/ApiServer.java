@@ -72,7 +72,8 @@ public final class ApiServer implements AutoCloseable {
      * @throws IOException the request failed or timed out, or the answer was over the cap
      */
     public Answer send(String method, String path, String contentType, String body) throws IOException, InterruptedException {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(access.server().toString().replaceAll("/+$", "") + path)).timeout(timeout)
+        URI uri = URI.create(access.server().toString().replaceAll("/+$", "") + path);
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri).timeout(timeout)
                 .header("Accept", "application/json")
                 .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         if (contentType != null) {

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.warden.config.SecretFile;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -60,13 +59,15 @@ final class Kubeconfig {
                         + " it a token, tokenFile or client certificate (kubectl create token ACCOUNT)");
             }
         }
-        URI server = URI.create(text(cluster.node(), "server").orElseThrow(() -> new IllegalStateException(where + ": its cluster has no server")));
+        URI server = URI.create(text(cluster.node(), "server")
+                .orElseThrow(() -> new IllegalStateException(where + ": its cluster has no server")));
         Optional<String> authority = material(cluster, "certificate-authority");
         Optional<Tls.ClientCertificate> client = material(user, "client-certificate")
                 .map(certificate -> new Tls.ClientCertificate(certificate, material(user, "client-key")
                         .orElseThrow(() -> new IllegalStateException(where + ": its user has a client certificate but no client key"))));
         Supplier<Optional<String>> token = text(user.node(), "token").map(t -> (Supplier<Optional<String>>) () -> Optional.of(t))
-                .or(() -> text(user.node(), "tokenFile").map(f -> () -> Optional.of(tokenFile(user.resolve(f)))))
+                .or(() -> text(user.node(), "tokenFile")
+                        .map(f -> () -> Optional.of(SecretFile.required(user.resolve(f), "the kubeconfig's tokenFile"))))
                 .orElse(Optional::empty);
         return new ApiServer.Access(server, Tls.context(authority, client, where), token, text(context, "namespace"), where);
     }
@@ -130,20 +131,7 @@ final class Kubeconfig {
     private static Optional<String> material(Entry entry, String field) {
         Optional<String> data = text(entry.node(), field + "-data")
                 .map(b64 -> new String(Base64.getMimeDecoder().decode(b64), StandardCharsets.US_ASCII));
-        return data.or(() -> text(entry.node(), field).map(f -> {
-            try {
-                return SecretFile.read(entry.resolve(f)).orElseThrow(() -> new IOException(f + " is empty"));
-            } catch (IOException e) {
-                throw new UncheckedIOException("warden cannot read the kubeconfig's " + field + ": " + e.getMessage(), e);
-            }
-        }));
-    }
-
-    private static String tokenFile(Path file) {
-        try {
-            return SecretFile.read(file).orElseThrow(() -> new IOException(file + " is empty"));
-        } catch (IOException e) {
-            throw new UncheckedIOException("warden cannot read the kubeconfig's tokenFile: " + e.getMessage(), e);
-        }
+        return data.or(() -> text(entry.node(), field)
+                .map(f -> SecretFile.required(entry.resolve(f), "the kubeconfig's " + field)));
     }
 }

@@ -1,8 +1,6 @@
 package dev.warden.kube;
 
 import dev.warden.config.SecretFile;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -38,18 +36,13 @@ public final class KubernetesAccess {
         URI server = URI.create("https://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port);
         Path authority = account.resolve("ca.crt");
         Path namespace = account.resolve("namespace");
+        // The token is read at each request: the kubelet rotates a projected token in place.
         return new ApiServer.Access(server, Tls.context(Optional.of(secret(authority)), Optional.empty(), authority.toString()),
                 () -> Optional.of(secret(token)), Files.isRegularFile(namespace) ? Optional.of(secret(namespace)) : Optional.empty(),
                 "the service account at " + account);
     }
 
-    /** Read whole at each use: the kubelet rotates a projected token in place. */
     private static String secret(Path file) {
-        try {
-            return SecretFile.read(file).orElseThrow(() -> new IOException(file + " is empty"));
-        } catch (IOException e) {
-            throw new UncheckedIOException("warden cannot read the service account's " + file.getFileName() + ": "
-                    + e.getMessage(), e);
-        }
+        return SecretFile.required(file, "the service account's " + file.getFileName());
     }
 }

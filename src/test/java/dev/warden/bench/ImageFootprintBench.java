@@ -37,6 +37,8 @@ class ImageFootprintBench {
     private static final int LOAD_PER_SECOND = Integer.getInteger("warden.bench.probe-load", 100);
     /** When the reaper's engine appears in its window: early enough that the rest of the window runs after its stop. */
     private static final long ENGINE_AT_MS = Math.min(10_000, IDLE_MS / 4);
+    /** Resident memory is the mean of this many samples, evenly from half the window to its end. */
+    private static final int SAMPLES = 7;
     private static final String FLOOR_IMAGE = "localhost/warden-floor:bench";
     private static final String FLOOR_EXECUTABLE = "/usr/local/bin/warden-floor";
 
@@ -116,8 +118,9 @@ class ImageFootprintBench {
             measured.put(variant, new Measured(TakeoverBench.pct(fromProcess, 50), rssKb));
             rows.add(TakeoverBench.row("`podman run` to ready, " + variant.what() + " (ms)", TakeoverBench.stats(startMicros), ""));
             rows.add(TakeoverBench.row("container start to ready, " + variant.what() + " (ms)", fromProcess, variant.startGoal()));
-            rssKb.forEach((window, kb) -> rows.add(String.format(Locale.ROOT, "| resident memory after %d s %s, %s | %.1f MiB | | | | 1 | %s |",
-                    IDLE_MS / 1000, window.what, variant.what(), kb / 1024.0, window == Window.PROBES ? variant.rssGoal() : "")));
+            rssKb.forEach((window, kb) -> rows.add(String.format(Locale.ROOT,
+                    "| resident memory over the second half of %d s %s, %s | %.1f MiB | | | | %d | %s |", IDLE_MS / 1000,
+                    window.what, variant.what(), kb / 1024.0, SAMPLES, window == Window.PROBES ? variant.rssGoal() : "")));
         }
         Measured base = measured.get(floor);
         measured.forEach((variant, m) -> {
@@ -147,7 +150,9 @@ class ImageFootprintBench {
                 + " /q/health/ready answers 200 on a published loopback port (a kubelet-like probe, a new connection each,"
                 + " every 2 ms); container start: from the start of the container's process as podman records it"
                 + " (`.State.StartedAt`), as a kubelet's container start counts, to the same answer. RSS: VmRSS of the"
-                + " sidecar in a container of its own after " + IDLE_MS / 1000 + " s of one of three: the manifests' kubelet"
+                + " sidecar in a container of its own, the mean of " + SAMPLES + " samples evenly over the second half of "
+                + IDLE_MS / 1000 + " s (one sample moves by up to 2 MiB with how full a young generation happens to be)"
+                + " of one of three: the manifests' kubelet"
                 + " probes (/q/health/started every second until it answers 200, then /q/health/ready every 2 s and"
                 + " /q/health/live every 10 s); " + LOAD_PER_SECOND + " probes of /q/health/ready a second, each on a new"
                 + " connection; the manifests' probes with an engine (a process named llama-swap in warden's container,"
@@ -247,8 +252,14 @@ class ImageFootprintBench {
                 Await.until("the reaper stops the engine of " + record.getFileName() + " (" + variant.what() + ")",
                         Duration.ofSeconds(30), () -> !Files.exists(record));
             }
-            Thread.sleep(Math.max(0, IDLE_MS - (System.nanoTime() - started) / 1_000_000));
-            return ImageJvm.rssKb(Long.parseLong(Podman.ok("inspect", name, "--format", "{{.State.Pid}}")));
+            long pid = Long.parseLong(Podman.ok("inspect", name, "--format", "{{.State.Pid}}"));
+            long sum = 0;
+            for (int sample = 0; sample < SAMPLES; sample++) {
+                long at = IDLE_MS / 2 + IDLE_MS / 2 * sample / (SAMPLES - 1);
+                Thread.sleep(Math.max(0, at - (System.nanoTime() - started) / 1_000_000));
+                sum += ImageJvm.rssKb(pid);
+            }
+            return sum / SAMPLES;
         } finally {
             probes.shutdownNow();
             Podman.run("rm", "-f", "-t", "0", name);

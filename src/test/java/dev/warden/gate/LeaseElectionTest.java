@@ -39,6 +39,14 @@ class LeaseElectionTest {
         return election;
     }
 
+    /** Once {@code leader} leads: another contender, {@code identity}, that has read the Lease naming it. */
+    private LeaseElection standingBy(LeaseElection leader, String identity) {
+        Await.until(leader.identity() + " leads", leader::leading);
+        LeaseElection standby = election(identity);
+        Await.until(identity + " has read the Lease", () -> standby.holder().equals(Optional.of(leader.identity())));
+        return standby;
+    }
+
     /** A Lease as the API server keeps it; told to, it refuses the holder's renewals, or hangs every read. */
     private static final class MemoryLeases implements LeaseStore {
         private LeaseRecord record;
@@ -160,9 +168,7 @@ class LeaseElectionTest {
     @Test
     void aStoppedLeadersLeaseIsTakenOnceItHasGoneUnrenewedForItsDuration() throws Exception {
         LeaseElection first = election("w0");
-        Await.until("w0 leads", first::leading);
-        LeaseElection second = election("w1");
-        Await.until("w1 has read the Lease", () -> second.holder().equals(Optional.of("w0")));
+        LeaseElection second = standingBy(first, "w1");
         long stopped = System.nanoTime();
         first.close(false);
         Await.until("w1 leads", second::leading);
@@ -175,9 +181,7 @@ class LeaseElectionTest {
     @Test
     void aLeaderThatStepsAsideLetsAnotherTakeTheLeaseAtOnce() throws Exception {
         LeaseElection first = election("w0");
-        Await.until("w0 leads", first::leading);
-        LeaseElection second = election("w1");
-        Await.until("w1 has read the Lease", () -> second.holder().equals(Optional.of("w0")));
+        LeaseElection second = standingBy(first, "w1");
         long aside = System.nanoTime();
         first.stepAside();
         Await.until("w1 leads", second::leading);

@@ -70,7 +70,8 @@ class KubernetesAccessTest {
         Path ran = dir.resolve("plugin-ran");
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> KubernetesAccess.of(podWithAPlantedKubeconfig(ran), dir.resolve("none")));
-        assertTrue(e.getMessage().contains(dir.resolve("none").resolve("token") + ": Lease mode and role routing need one"), e.getMessage());
+        assertTrue(e.getMessage().contains(dir.resolve("none").resolve("token") + ": Lease mode and role routing need one"),
+                e.getMessage());
         assertFalse(Files.exists(ran));
     }
 
