@@ -128,6 +128,28 @@ class KubernetesAccessTest {
         assertEquals(Optional.empty(), access.namespace());
     }
 
+    /** kubeadm's kubeconfigs carry the client key as PKCS#1 ("RSA PRIVATE KEY"), openssl's as PKCS#8. */
+    @Test
+    void aClientKeyInPkcs1IsReadToo() throws Exception {
+        byte[] pkcs8 = Base64.getMimeDecoder().decode(certificate.keyPem().replaceAll("-----[A-Z ]+-----", ""));
+        // PKCS#8 wraps the PKCS#1 key of an RSA key of this size after a fixed 26-byte header: version, algorithm, octet string.
+        assertEquals("020100300d06092a864886f70d0101010500", java.util.HexFormat.of().formatHex(pkcs8, 4, 22));
+        String pkcs1 = "-----BEGIN RSA PRIVATE KEY-----\n" + Base64.getMimeEncoder().encodeToString(
+                java.util.Arrays.copyOfRange(pkcs8, 26, pkcs8.length)) + "\n-----END RSA PRIVATE KEY-----\n";
+        Path config = Files.writeString(dir.resolve("kubeadm.conf"), """
+                clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", certificate-authority-data: %s}}]
+                users: [{name: admin, user: {client-certificate-data: %s, client-key-data: %s}}]
+                contexts: [{name: admin, context: {cluster: c, user: admin}}]
+                current-context: admin
+                """.formatted(b64(certificate.certificatePem()), b64(certificate.certificatePem()), b64(pkcs1)));
+        assertEquals(URI.create("https://127.0.0.1:6443"), KubernetesAccess.of(Map.of("KUBECONFIG", config.toString()), dir).server());
+        Path broken = Files.writeString(dir.resolve("broken.conf"), Files.readString(config).replace(b64(pkcs1), b64("not a key")));
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> KubernetesAccess.of(Map.of("KUBECONFIG", broken.toString()), dir));
+        assertTrue(e.getMessage().contains("client key is not a PEM private key warden reads"), e.getMessage());
+        assertFalse(e.getMessage().contains("not a key"), "never the key's content");
+    }
+
     @Test
     void outsideAPodACredentialPluginOrAnUncheckedServerIsRefusedWithTheFix() throws Exception {
         Path ran = dir.resolve("plugin-ran");
