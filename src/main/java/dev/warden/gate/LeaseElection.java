@@ -44,7 +44,7 @@ public final class LeaseElection implements GateElection {
     /** Whether a request that got no answer was logged since the API server last answered. */
     private final AtomicBoolean warnedUnanswered = new AtomicBoolean();
     private final Object wake = new Object();
-    private LeaseStore store;
+    private volatile LeaseStore store;
     private Thread thread;
     /** The Lease as this warden last read or wrote it, and when (on its clock) it first saw it so. */
     private Optional<LeaseStore.Stored> observed = Optional.empty();
