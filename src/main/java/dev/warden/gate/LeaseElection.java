@@ -195,7 +195,7 @@ public final class LeaseElection implements GateElection {
 
     /** Tries to take the Lease until it does (true), or is told to stop or step aside (false). */
     private boolean acquire() {
-        while (!stopped.get() && !letGo.get()) {
+        while (contending()) {
             if (tryAcquireOrRenew()) {
                 state.updateAndGet(s -> s.startedLeading(settings.identity()));
                 LOG.infof("Holding the Lease %s as %s", settings.name(), settings.identity());
@@ -212,19 +212,15 @@ public final class LeaseElection implements GateElection {
      * (stepped down), or when told to stop or step aside.
      */
     private void renew() {
-        while (!stopped.get() && !letGo.get()) {
+        while (contending()) {
             pause(settings.retryPeriod());
             Moment deadline = clock.now().plus(settings.renewDeadline());
-            boolean renewed = false;
-            while (!renewed && !stopped.get() && !letGo.get() && clock.now().isBefore(deadline)) {
-                renewed = tryAcquireOrRenew();
-                if (!renewed && clock.now().plus(settings.retryPeriod()).isBefore(deadline)) {
-                    pause(settings.retryPeriod());
-                } else if (!renewed) {
-                    break;
-                }
+            boolean renewed = contending() && tryAcquireOrRenew();
+            while (!renewed && contending() && clock.now().plus(settings.retryPeriod()).isBefore(deadline)) {
+                pause(settings.retryPeriod());
+                renewed = contending() && tryAcquireOrRenew();
             }
-            if (!renewed && !stopped.get() && !letGo.get()) {
+            if (!renewed && contending()) {
                 LeaseState before = state.getAndUpdate(LeaseState::stoppedLeading);
                 if (before.leading() && !before.warned()) {
                     LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
@@ -393,6 +389,11 @@ public final class LeaseElection implements GateElection {
         }
     }
 
+    /** Neither told to stop nor to step aside. */
+    private boolean contending() {
+        return !stopped.get() && !letGo.get();
+    }
+
     private void wakeUp() {
         synchronized (wake) {
             wake.notifyAll();
@@ -403,7 +404,7 @@ public final class LeaseElection implements GateElection {
     private void pause(Duration duration) {
         Moment until = clock.now().plus(duration);
         synchronized (wake) {
-            while (!stopped.get() && !letGo.get()) {
+            while (contending()) {
                 long left = until.since(clock.now()).toMillis();
                 if (left <= 0) {
                     return;

@@ -57,14 +57,18 @@ class ApiServerTest {
         return URI.create("https://127.0.0.1:" + server.getAddress().getPort());
     }
 
+    /** A client of {@code uri} trusting {@code authority} (PEM) alone, with {@code token}. */
+    private static ApiServer client(URI uri, String authority, Optional<String> token) {
+        return new ApiServer(new ApiServer.Access(uri, Tls.context(Optional.of(authority), Optional.empty(), "the test"),
+                () -> token, Optional.empty(), "the test"), Duration.ofSeconds(5));
+    }
+
     @Test
     void aRequestCarriesTheTokenToTheServerItsAuthoritySigned() throws Exception {
         TestCertificate certificate = TestCertificate.make(dir, "apiserver");
         AtomicReference<String> seen = new AtomicReference<>();
         URI uri = serve(certificate, seen, "{\"kind\":\"Lease\"}".getBytes(StandardCharsets.UTF_8));
-        ApiServer.Access access = new ApiServer.Access(uri, Tls.context(Optional.of(certificate.certificatePem()), Optional.empty(),
-                "the test"), () -> Optional.of("secret-token"), Optional.empty(), "the test");
-        try (ApiServer api = new ApiServer(access, Duration.ofSeconds(5))) {
+        try (ApiServer api = client(uri, certificate.certificatePem(), Optional.of("secret-token"))) {
             ApiServer.Answer answer = api.get("/apis/coordination.k8s.io/v1/namespaces/n/leases/l");
             assertEquals(200, answer.status());
             assertEquals("{\"kind\":\"Lease\"}", answer.body());
@@ -77,9 +81,7 @@ class ApiServerTest {
         AtomicReference<String> seen = new AtomicReference<>();
         URI uri = serve(TestCertificate.make(dir, "impostor"), seen, new byte[0]);
         String trusted = TestCertificate.make(dir, "apiserver").certificatePem();
-        ApiServer.Access access = new ApiServer.Access(uri, Tls.context(Optional.of(trusted), Optional.empty(), "the test"),
-                () -> Optional.of("secret-token"), Optional.empty(), "the test");
-        try (ApiServer api = new ApiServer(access, Duration.ofSeconds(5))) {
+        try (ApiServer api = client(uri, trusted, Optional.of("secret-token"))) {
             assertThrows(IOException.class, () -> api.get("/api"));
         }
         assertEquals(null, seen.get(), "the token never reached it");
@@ -89,9 +91,7 @@ class ApiServerTest {
     void anAnswerOverTheCapIsRefused() throws Exception {
         TestCertificate certificate = TestCertificate.make(dir, "apiserver");
         URI uri = serve(certificate, new AtomicReference<>(), new byte[ApiServer.MAX_ANSWER + 1]);
-        ApiServer.Access access = new ApiServer.Access(uri, Tls.context(Optional.of(certificate.certificatePem()), Optional.empty(),
-                "the test"), Optional::empty, Optional.empty(), "the test");
-        try (ApiServer api = new ApiServer(access, Duration.ofSeconds(5))) {
+        try (ApiServer api = client(uri, certificate.certificatePem(), Optional.empty())) {
             IOException e = assertThrows(IOException.class, () -> api.get("/api"));
             assertTrue(e.getMessage().contains("over " + ApiServer.MAX_ANSWER + " bytes"), e.getMessage());
         }

@@ -115,14 +115,19 @@ class KubernetesAccessTest {
         assertEquals(Optional.of("from-a-file"), access.token().get(), "tokenFile, relative to its kubeconfig");
     }
 
-    @Test
-    void outsideAPodAClientCertificateIsTheCredential() throws Exception {
-        Path config = Files.writeString(dir.resolve(".kube-config"), """
+    /** A kubeconfig {@code name} whose user is this test's certificate with {@code key} (PEM). */
+    private Path clientCertificateKubeconfig(String name, String key) throws Exception {
+        return Files.writeString(dir.resolve(name), """
                 clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", certificate-authority-data: %s}}]
                 users: [{name: admin, user: {client-certificate-data: %s, client-key-data: %s}}]
                 contexts: [{name: admin, context: {cluster: c, user: admin}}]
                 current-context: admin
-                """.formatted(b64(certificate.certificatePem()), b64(certificate.certificatePem()), b64(certificate.keyPem())));
+                """.formatted(b64(certificate.certificatePem()), b64(certificate.certificatePem()), b64(key)));
+    }
+
+    @Test
+    void outsideAPodAClientCertificateIsTheCredential() throws Exception {
+        Path config = clientCertificateKubeconfig(".kube-config", certificate.keyPem());
         ApiServer.Access access = KubernetesAccess.of(Map.of("KUBECONFIG", config.toString()), dir);
         assertEquals(Optional.empty(), access.token().get(), "no bearer token beside a client certificate");
         assertEquals(Optional.empty(), access.namespace());
@@ -136,14 +141,9 @@ class KubernetesAccessTest {
         assertEquals("020100300d06092a864886f70d0101010500", java.util.HexFormat.of().formatHex(pkcs8, 4, 22));
         String pkcs1 = "-----BEGIN RSA PRIVATE KEY-----\n" + Base64.getMimeEncoder().encodeToString(
                 java.util.Arrays.copyOfRange(pkcs8, 26, pkcs8.length)) + "\n-----END RSA PRIVATE KEY-----\n";
-        Path config = Files.writeString(dir.resolve("kubeadm.conf"), """
-                clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", certificate-authority-data: %s}}]
-                users: [{name: admin, user: {client-certificate-data: %s, client-key-data: %s}}]
-                contexts: [{name: admin, context: {cluster: c, user: admin}}]
-                current-context: admin
-                """.formatted(b64(certificate.certificatePem()), b64(certificate.certificatePem()), b64(pkcs1)));
+        Path config = clientCertificateKubeconfig("kubeadm.conf", pkcs1);
         assertEquals(URI.create("https://127.0.0.1:6443"), KubernetesAccess.of(Map.of("KUBECONFIG", config.toString()), dir).server());
-        Path broken = Files.writeString(dir.resolve("broken.conf"), Files.readString(config).replace(b64(pkcs1), b64("not a key")));
+        Path broken = clientCertificateKubeconfig("broken.conf", "not a key");
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> KubernetesAccess.of(Map.of("KUBECONFIG", broken.toString()), dir));
         assertTrue(e.getMessage().contains("client key is not a PEM private key warden reads"), e.getMessage());
