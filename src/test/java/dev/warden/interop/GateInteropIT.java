@@ -9,6 +9,7 @@ import dev.warden.testing.Await;
 import dev.warden.testing.GatePod;
 import dev.warden.testing.LilbeeServe;
 import dev.warden.testing.OverlapWatch;
+import dev.warden.testing.Supervised;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -67,8 +68,13 @@ class GateInteropIT {
     }
 
     private GatePod pod(String name, GatePod.Kubelet kubelet) throws Exception {
+        return pod(name, kubelet, Supervised.Settings.CHART);
+    }
+
+    private GatePod pod(String name, GatePod.Kubelet kubelet, Supervised.Settings supervisor, String... wardenSettings)
+            throws Exception {
         // Each pod on the default ports of a network of its own, as on a node.
-        GatePod pod = GatePod.gated(name, env, kubelet);
+        GatePod pod = GatePod.gated(name, env, kubelet, supervisor, wardenSettings);
         pods.add(pod);
         return pod;
     }
@@ -290,7 +296,12 @@ class GateInteropIT {
     @Test
     void aWardenRestartedWhileItsLilbeeServesLetsNoSecondLilbeeStartAndIsReadyAtOnce() throws Exception {
         GatePod.Kubelet quick = new GatePod.Kubelet(Duration.ofSeconds(1), Duration.ofSeconds(1));
-        List<GatePod> both = List.of(pod("first", quick), pod("second", quick));
+        // The permit must outlast the kubelet's back-off and the JVM's start, or the supervisor rightly stops lilbee
+        // before the restarted warden renews it: on CI's two busy cores that start took 3.1 s, and 1 s + 3.1 s + the
+        // handover missed the chart's 5 s permit by 20 ms. A longer permit asks a longer settle (its inequality).
+        Supervised.Settings outlasting = new Supervised.Settings(Duration.ofSeconds(8), Duration.ofSeconds(2));
+        List<GatePod> both = List.of(pod("first", quick, outlasting, "-Dwarden.gate.settle=13s"),
+                pod("second", quick, outlasting, "-Dwarden.gate.settle=13s"));
         GatePod serving = awaitTheOneServing(both);
         GatePod standby = other(both, serving);
         Await.until("the standby stands by", () -> standby.gateState().filter("standby"::equals).isPresent());

@@ -71,12 +71,18 @@ public final class GatePod implements AutoCloseable {
      */
     public static GatePod gated(String name, Map<String, String> env, Kubelet kubelet, String... wardenSettings)
             throws IOException, InterruptedException {
-        return start(name, env, kubelet, true, List.of(wardenSettings));
+        return gated(name, env, kubelet, Supervised.Settings.CHART, wardenSettings);
+    }
+
+    /** The same, with the supervisor's permit and grace given to it and to warden alike. */
+    public static GatePod gated(String name, Map<String, String> env, Kubelet kubelet, Supervised.Settings supervisor,
+            String... wardenSettings) throws IOException, InterruptedException {
+        return start(name, env, kubelet, Optional.of(supervisor), List.of(wardenSettings));
     }
 
     /** A pod of {@code lilbee serve} alone: without warden, as lilbee runs on Kubernetes today. */
     public static GatePod bare(String name, Map<String, String> env, Kubelet kubelet) throws IOException, InterruptedException {
-        return start(name, env, kubelet, false, List.of());
+        return start(name, env, kubelet, Optional.empty(), List.of());
     }
 
     /** Pods need PID and network namespaces of their own: root, as CI has (the test says so and stops where it is not). */
@@ -88,8 +94,8 @@ public final class GatePod implements AutoCloseable {
         }
     }
 
-    private static GatePod start(String name, Map<String, String> env, Kubelet kubelet, boolean gated, List<String> wardenSettings)
-            throws IOException, InterruptedException {
+    private static GatePod start(String name, Map<String, String> env, Kubelet kubelet, Optional<Supervised.Settings> gated,
+            List<String> wardenSettings) throws IOException, InterruptedException {
         PodNetwork network = PodNetwork.create();
         Path events = WardenProcess.logFile(name + "-events");
         Path wardenLog = WardenProcess.logFile(name + "-warden");
@@ -107,17 +113,21 @@ public final class GatePod implements AutoCloseable {
         ObjectNode lilbee = config.putObject("lilbee");
         lilbee.putPOJO("env", environment);
         lilbee.put("log", lilbeeLog.toString());
-        if (gated) {
+        if (gated.isPresent()) {
+            Supervised.Settings supervisor = gated.get();
             // The chart's command, word for word but for the file's place (the chart mounts it at /opt/warden).
             List<String> command = new ArrayList<>(List.of(Supervised.python(), Supervised.SUPERVISOR.toString(), "--socket",
-                    socket.toString(), "--validity", "5", "--grace", "2", "--health-port", Integer.toString(SUPERVISOR_PORT),
-                    "--prepare", "lilbee.cli,lilbee.server.*", "--"));
+                    socket.toString()));
+            command.addAll(supervisor.options());
+            command.addAll(List.of("--health-port", Integer.toString(SUPERVISOR_PORT), "--prepare", "lilbee.cli,lilbee.server.*",
+                    "--"));
             command.addAll(lilbeeServe);
             lilbee.putPOJO("argv", command);
             lilbee.set("liveness", liveness("http://127.0.0.1:" + SUPERVISOR_PORT + "/", 1, 2, 1));
             List<String> settings = new ArrayList<>(List.of("-Dquarkus.http.host=0.0.0.0", "-Dquarkus.management.host=0.0.0.0",
                     WardenProcess.socketSetting(socket), "-Dwarden.gate.health-url=http://127.0.0.1:" + LILBEE_PORT + "/api/health",
                     "-Dwarden.api.token=" + API_TOKEN));
+            settings.addAll(supervisor.wardenSettings());
             settings.addAll(wardenSettings);
             ObjectNode warden = config.putObject("warden");
             warden.putPOJO("argv", WardenProcess.serveCommand(settings, "--mode", "gate"));

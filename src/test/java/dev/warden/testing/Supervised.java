@@ -33,6 +33,12 @@ public final class Supervised implements AutoCloseable {
             return List.of("--validity", seconds(validity), "--grace", seconds(grace));
         }
 
+        /** Warden's settings for the same permit and grace, which its timings' inequalities count on. */
+        List<String> wardenSettings() {
+            return List.of("-Dwarden.gate.supervisor.permit=" + validity.toMillis() + "ms",
+                    "-Dwarden.gate.supervisor.grace=" + grace.toMillis() + "ms");
+        }
+
         private static String seconds(Duration duration) {
             return Double.toString(duration.toMillis() / 1000.0);
         }
