@@ -12,7 +12,8 @@
 #
 # usage: make-base-image.sh [IMAGE]   (default localhost/warden-jre:25; WORK=dir for the rootfs,
 #        JAVA_HOME for the JDK to jlink, REUSE=1 to keep an existing rootfs, PACKAGES=a,b Debian packages
-#        to add, JRE=0 for no JRE)
+#        to add, JRE=0 for no JRE, ROOTFS_ONLY=1 to stop once the rootfs is there: a later REUSE=1 run makes the
+#        image from it)
 set -euo pipefail
 image=${1:-localhost/warden-jre:25}
 work=${WORK:-target/base-image}
@@ -35,6 +36,10 @@ if [ "${REUSE:-0}" != 1 ] || [ ! -x "$work/rootfs/bin/sh" ]; then
   echo "debootstrap bookworm from $mirror (log: $work/debootstrap.log)"
   debootstrap --variant=minbase ${packages:+--include="$packages"} bookworm "$work/rootfs" "$mirror" > "$work/debootstrap.log" 2>&1 \
     || { tail -20 "$work/debootstrap.log" >&2; exit 1; }
+fi
+if [ "${ROOTFS_ONLY:-0}" = 1 ]; then
+  echo "$work/rootfs"
+  exit 0
 fi
 rm -rf "$work/rootfs/opt/java"
 if [ "$jre" = 1 ]; then
