@@ -323,7 +323,6 @@ class LeaseInteropIT {
         return new LeaseWardens(prefix, tokenConfig, root, List.of("-Dwarden.gate.lease.name=" + name,
                 "-Dwarden.gate.lease.duration=" + LEASE.toSeconds() + "s",
                 "-Dwarden.gate.lease.renew-deadline=" + RENEW_DEADLINE.toSeconds() + "s",
-                "-Dwarden.gate.lease.retry-period=" + RETRY.toSeconds() + "s", "-Dwarden.gate.supervisor.grace=1s",
-                "-Dwarden.gate.supervisor.stall-bound=1s"));
+                "-Dwarden.gate.lease.retry-period=" + RETRY.toSeconds() + "s", "-Dwarden.gate.supervisor.stall-bound=1s"));
     }
 }

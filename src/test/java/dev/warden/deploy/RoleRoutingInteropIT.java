@@ -113,7 +113,7 @@ class RoleRoutingInteropIT {
                 LeaseWardens wardens = new LeaseWardens("role", tokenConfig, dir, List.of("-Dwarden.gate.routing=role",
                         "-Dwarden.gate.lease.name=" + RELEASE + "-warden-gate", "-Dwarden.gate.lease.duration=8s",
                         "-Dwarden.gate.lease.renew-deadline=4s", "-Dwarden.gate.lease.retry-period=1s", "-Dwarden.events.enabled=true",
-                        "-Dwarden.gate.supervisor.grace=1s", "-Dwarden.gate.supervisor.stall-bound=1s"))) {
+                        "-Dwarden.gate.supervisor.stall-bound=1s"))) {
             Map<WardenProcess, String> podOf = new HashMap<>();
             for (String pod : pods) {
                 podOf.put(wardens.start(pod, "-Dwarden.gate.role.pod=" + pod), pod);

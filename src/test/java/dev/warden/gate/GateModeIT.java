@@ -48,10 +48,10 @@ class GateModeIT {
      * A permit that outlasts a JVM's restart on a busy machine (seen: 5.4 s; a warden restarted in place renews it before
      * it ends), a short grace and stall bound: the settle they ask for is the product's.
      */
-    static final List<String> TIMINGS = List.of("-Dwarden.gate.settle=10s", "-Dwarden.gate.supervisor.permit=8s",
-            "-Dwarden.gate.supervisor.grace=500ms", "-Dwarden.gate.supervisor.stall-bound=1s");
     static final Supervised.Settings SUPERVISOR = new Supervised.Settings(java.time.Duration.ofSeconds(8),
             java.time.Duration.ofMillis(500));
+    static final List<String> TIMINGS = SUPERVISOR.wardenSettings("-Dwarden.gate.settle=10s",
+            "-Dwarden.gate.supervisor.stall-bound=1s");
 
     private static List<String> settings(String... more) {
         List<String> all = new ArrayList<>(TIMINGS);
@@ -140,9 +140,8 @@ class GateModeIT {
         Path root = dir.resolve("root");
         Path serverLock = root.resolve("data/server.lock");
         // A grace longer than the linger, so the first lilbee exits on its own, not by the supervisor's SIGKILL.
-        String[] lingering = {"-Dwarden.api.token=switch-token", "-Dwarden.gate.supervisor.permit=4s",
-                "-Dwarden.gate.supervisor.grace=5s"};
         Supervised.Settings graceful = new Supervised.Settings(java.time.Duration.ofSeconds(4), java.time.Duration.ofSeconds(5));
+        String[] lingering = graceful.wardenSettings("-Dwarden.api.token=switch-token").toArray(String[]::new);
         try (WardenProcess first = WardenProcess.serve("gate-switch-a", settings(lingering), "--mode", "gate", "--data-root",
                 root.toString());
                 Supervised lilbeeA = Supervised.standIn("gate-switch-a", first.socket(), serverLock, graceful, List.of("linger=4"))) {

@@ -43,7 +43,7 @@ class LeaseOutageSoak {
         try (LeaseWardens wardens = new LeaseWardens("soak-lease", plane.kubeconfig(), dir, List.of(
                 "-Dwarden.gate.lease.namespace=default", "-Dwarden.gate.lease.duration=8s",
                 "-Dwarden.gate.lease.renew-deadline=4s", "-Dwarden.gate.lease.retry-period=" + RETRY.toSeconds() + "s",
-                "-Dwarden.gate.supervisor.grace=1s", "-Dwarden.gate.supervisor.stall-bound=1s"))) {
+                "-Dwarden.gate.supervisor.stall-bound=1s"))) {
             List<WardenProcess> both = List.of(wardens.start("a"), wardens.start("b"));
             wardens.watchForOverlaps();
             Await.until("one warden is started", Duration.ofSeconds(60), () -> wardens.theOneStarted().isPresent());

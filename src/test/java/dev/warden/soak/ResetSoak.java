@@ -28,9 +28,9 @@ import org.junit.jupiter.api.io.TempDir;
 class ResetSoak {
 
     private static final int ROUNDS = Integer.getInteger("warden.soak.reset.rounds", 100);
-    private static final List<String> TIMINGS = List.of("-Dwarden.gate.settle=2s", "-Dwarden.gate.supervisor.permit=600ms",
-            "-Dwarden.gate.supervisor.grace=300ms", "-Dwarden.gate.supervisor.stall-bound=500ms");
     private static final Supervised.Settings SUPERVISOR = new Supervised.Settings(Duration.ofMillis(600), Duration.ofMillis(300));
+    private static final List<String> TIMINGS = SUPERVISOR.wardenSettings("-Dwarden.gate.settle=2s",
+            "-Dwarden.gate.supervisor.stall-bound=500ms");
 
     @TempDir
     Path dir;

@@ -26,7 +26,10 @@ public final class LeaseWardens implements AutoCloseable {
     private final List<String> settings;
     private final List<WardenProcess> wardens = new CopyOnWriteArrayList<>();
     private final Map<WardenProcess, Supervised> lilbees = new java.util.concurrent.ConcurrentHashMap<>();
-    /** The supervisor's own settings: the longest permit it takes and its grace (a second, as these tests' timings are). */
+    /**
+     * The supervisor's own settings: the longest permit it takes and its grace (a second, as these tests' timings are),
+     * which every warden is given too.
+     */
     public static final Supervised.Settings SUPERVISOR = new Supervised.Settings(java.time.Duration.ofSeconds(5),
             java.time.Duration.ofSeconds(1));
     private OverlapWatch watch;
@@ -45,6 +48,7 @@ public final class LeaseWardens implements AutoCloseable {
      */
     public WardenProcess start(String identity, String... more) throws IOException {
         List<String> options = new ArrayList<>(List.of("-Dwarden.gate.election=lease", "-Dwarden.gate.lease.identity=" + identity));
+        options.addAll(SUPERVISOR.wardenSettings());
         options.addAll(settings);
         options.addAll(List.of(more));
         WardenProcess warden = WardenProcess.serve(prefix + "-" + identity, Map.of("KUBECONFIG", kubeconfig.toString(),

@@ -33,10 +33,12 @@ public final class Supervised implements AutoCloseable {
             return List.of("--validity", seconds(validity), "--grace", seconds(grace));
         }
 
-        /** Warden's settings for the same permit and grace, which its timings' inequalities count on. */
-        List<String> wardenSettings() {
-            return List.of("-Dwarden.gate.supervisor.permit=" + validity.toMillis() + "ms",
-                    "-Dwarden.gate.supervisor.grace=" + grace.toMillis() + "ms");
+        /** Warden's settings for the same permit and grace, which its timings' inequalities count on, then {@code more}. */
+        public List<String> wardenSettings(String... more) {
+            List<String> settings = new ArrayList<>(List.of("-Dwarden.gate.supervisor.permit=" + validity.toMillis() + "ms",
+                    "-Dwarden.gate.supervisor.grace=" + grace.toMillis() + "ms"));
+            settings.addAll(List.of(more));
+            return settings;
         }
 
         private static String seconds(Duration duration) {
