@@ -698,6 +698,10 @@ class Supervisor:
                     selector.register(registered, selectors.EVENT_READ)
             code = self.turn(now)
             if code is not None:
+                # The interpreter puts back the default handlers as it ends: a repeated SIGTERM then would end this
+                # process by the signal instead of with lilbee's code.
+                for signum in (signal.SIGTERM, signal.SIGINT):
+                    signal.signal(signum, signal.SIG_IGN)
                 return code
             tick = TICK // 10 if self.warm is not None and self.warm.waiting() else TICK
             timeout = max(0, min(self.rules.wake_at(now), now + tick) - time.monotonic_ns()) / SECOND

@@ -391,6 +391,19 @@ class Pod(unittest.TestCase):
         self.assertEqual("exiting", said[-1], "its last word, lilbee gone")
         self.assertEqual(1, said.count("step-down"), "warden asked to step down, once, before: %s" % said)
 
+    def test_a_sigterm_repeated_while_it_exits_leaves_its_code_lilbees(self):
+        # A second SIGTERM (a user's, or a runtime's repeat) may come after lilbee has gone, while the interpreter ends.
+        warden, process, _ = self.serving(3)
+        process.send_signal(signal.SIGTERM)
+        warden.report(lambda line: line == "exiting")
+        while process.poll() is None:
+            try:
+                os.kill(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                break
+            time.sleep(0.0005)
+        self.assertEqual(143, process.wait(10))
+
     def test_the_health_port_answers_while_the_loop_turns_and_not_once_it_is_stopped(self):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
