@@ -533,6 +533,13 @@ class Warm(Pod):
         self.assertEqual(prepared, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False)))
         return warden, prepared
 
+    def serving(self, validity, ignore_term=False):
+        """Pod's, with the permit given once the prepared process is ready: given before, it would have to outlast the
+        prepared Python's own start too (its interpreter, the supervisor's imports, then lilbee's), which a busy machine
+        does not always finish within a permit of seconds that this fake warden never renews."""
+        warden, prepared = self.serving_warm(validity, ignore_term=ignore_term)
+        return warden, self.processes[-1], prepared
+
     def assert_holds_nothing(self, pid):
         self.assertIn(pid, self.importers(), "the prepared process loaded the modules named")
         self.assertEqual([], locks_of(pid), "a prepared lilbee holds no lock")
