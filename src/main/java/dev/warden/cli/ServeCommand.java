@@ -9,7 +9,7 @@ import dev.warden.config.Mode;
 import dev.warden.config.WardenConfig;
 import dev.warden.control.ControlSocket;
 import dev.warden.events.PodEvents;
-import dev.warden.footprint.StartPages;
+import dev.warden.footprint.OneOffPages;
 import dev.warden.gate.GateKeeper;
 import dev.warden.gate.GateTimings;
 import dev.warden.gate.LeaseElection;
@@ -115,7 +115,7 @@ public class ServeCommand implements Callable<Integer> {
     ProcessBoundary boundary;
 
     @Inject
-    StartPages startPages;
+    OneOffPages oneOffPages;
 
     @Inject
     FileLocker locker;
@@ -235,7 +235,7 @@ public class ServeCommand implements Callable<Integer> {
         if (config.reaper().enabled()) {
             reaper.start(engine.resolve(config, lilbee));
         }
-        startPages.releaseLater();
+        oneOffPages.releaseLater("the start");
         Quarkus.waitForExit();
         if (control != null) {
             control.close();

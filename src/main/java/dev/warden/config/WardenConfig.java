@@ -397,11 +397,12 @@ public interface WardenConfig {
 
     interface Memory {
         /**
-         * Once {@code serve} has run this long, the pages of warden's own files (the native executable, the JVM image's
-         * AOT cache: files warden's UID owns) are given back to the kernel ({@code MADV_PAGEOUT}). Starting touches
-         * nearly all of them (the kernel maps 64 KiB around each page read), running needs far fewer, and the kernel
-         * maps back what it touches, from then on page by page ({@code MADV_RANDOM}; code 64 KiB at a time still, as
-         * the kernel reads ahead for it whatever the advice). {@code 0s}: never.
+         * Once {@code serve} has run this long, and as long after each engine the reaper stops or unloads, the pages of
+         * warden's own files (the native executable, the JVM image's AOT cache: files warden's UID owns) are given back
+         * to the kernel ({@code MADV_PAGEOUT}). Starting touches nearly all of them (the kernel maps 64 KiB around each
+         * page read), a stop or an unload what only it runs; running needs far fewer, and the kernel maps back what it
+         * touches, from then on page by page ({@code MADV_RANDOM}; code 64 KiB at a time still, as the kernel reads
+         * ahead for it whatever the advice). {@code 0s}: never.
          */
         @WithDefault("10s")
         Duration releaseStartPagesAfter();

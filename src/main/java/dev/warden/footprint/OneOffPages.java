@@ -18,64 +18,89 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import org.jboss.logging.Logger;
 
 /**
- * The pages of warden's own files that only its start needed. Starting the native executable reads nearly all of its
- * image heap and much of its code, and the kernel maps the 64 KiB around each page read as well (fault-around): about
- * 42 MiB of the file stay mapped and count in warden's resident memory, where running needs about 27. The JVM image
- * maps its AOT cache (about 50 MB) the same way. Once {@code serve} has run a while, warden gives back the pages of the
- * files it owns with {@code MADV_PAGEOUT}: a page no other process maps is reclaimed and read back from the file when
- * touched again. The kernel reclaims a file's pages only for a process that owns the file (or could write it), which is
- * why the images give warden's UID its executable and its AOT cache, read-only, and why warden asks only for those:
- * the JVM's and libc's pages belong to root. Nothing is lost: a page warden wrote stays (or goes to swap, where a node
- * has one, as it would under memory pressure). The same mappings are first marked {@code MADV_RANDOM}: after the page
- * out, a page of data touched again is read alone, where it would otherwise bring 128 KiB of the file into the kernel's
- * cache and map the 64 KiB around it (the kernel still reads code that way, whatever the advice).
+ * The pages of warden's own files that only one-off work needed: its start, and an engine stopped or unloaded. Starting
+ * the native executable reads nearly all of its image heap and much of its code, and the kernel maps the 64 KiB around
+ * each page read as well (fault-around): about 42 MiB of the file stay mapped and count in warden's resident memory,
+ * where running needs about 27. The JVM image maps its AOT cache (about 50 MB) the same way. A stop or an unload maps
+ * what only it runs (the identity checks, the signals, the HTTP client) and keeps it mapped: about 3 MiB. Once that work
+ * is a while behind, warden gives back the pages of the files it owns with {@code MADV_PAGEOUT}: a page no other
+ * process maps is reclaimed and read back from the file when touched again. The kernel reclaims a file's pages only for
+ * a process that owns the file (or could write it), which is why the images give warden's UID its executable and its
+ * AOT cache, read-only, and why warden asks only for those: the JVM's and libc's pages belong to root. Nothing is lost:
+ * a page warden wrote stays (or goes to swap, where a node has one, as it would under memory pressure). The same
+ * mappings are first marked {@code MADV_RANDOM}: after the page out, a page of data touched again is read alone, where
+ * it would otherwise bring 128 KiB of the file into the kernel's cache and map the 64 KiB around it (the kernel still
+ * reads code that way, whatever the advice).
  */
 @Singleton
-public class StartPages {
+public class OneOffPages {
 
-    private static final Logger LOG = Logger.getLogger(StartPages.class);
+    private static final Logger LOG = Logger.getLogger(OneOffPages.class);
     /** /proc/self/maps of a process with a few hundred mappings is tens of KiB; more is not read. */
     private static final int MAX_MAPS_BYTES = 1 << 20;
 
     private final Posix posix;
     private final ProcessTable processes;
     private final WardenConfig config;
+    /** When the pending release is due (System.nanoTime), and the latest one-off work it follows. */
+    private long dueNanos;
+    private String work;
+    private boolean pending;
 
-    public StartPages(Posix posix, ProcessTable processes, WardenConfig config) {
+    public OneOffPages(Posix posix, ProcessTable processes, WardenConfig config) {
         this.posix = posix;
         this.processes = processes;
         this.config = config;
     }
 
-    /** At {@code serve}'s start: releases the start's pages once it has run a while. */
-    public void releaseLater() {
-        Duration after = config.memory().releaseStartPagesAfter();
-        if (!after.isPositive()) {
+    /**
+     * Gives the pages back {@code warden.memory.release-start-pages-after} from now, unless more one-off work comes
+     * first: then that long after it, once. {@code after} says in the log what the work was.
+     */
+    public synchronized void releaseLater(String after) {
+        Duration delay = config.memory().releaseStartPagesAfter();
+        if (!delay.isPositive()) {
             return;
         }
-        Thread.ofPlatform().daemon().name("warden-start-pages").start(() -> {
+        dueNanos = System.nanoTime() + delay.toNanos();
+        work = after;
+        if (!pending) {
+            pending = true;
+            Thread.ofPlatform().daemon().name("warden-one-off-pages").start(this::releaseWhenDue);
+        }
+    }
+
+    private void releaseWhenDue() {
+        String after;
+        synchronized (this) {
             try {
-                Thread.sleep(after);
+                for (long left = dueNanos - System.nanoTime(); left > 0; left = dueNanos - System.nanoTime()) {
+                    TimeUnit.NANOSECONDS.timedWait(this, left);
+                }
             } catch (InterruptedException e) {
                 return;
+            } finally {
+                pending = false;
             }
-            release();
-        });
+            after = work;
+        }
+        release(after);
     }
 
     /** Pages out every mapping of a file this process's user owns; says in the log how much was resident before and after. */
-    void release() {
+    void release(String after) {
         List<Range> mappings;
         try {
             // The real UID: warden is never set-UID, so it is the one the kernel asks the owner check of.
             int uid = processes.uid(ProcessHandle.current().pid()).orElseThrow(() -> new IOException("no UID in /proc/self/status"));
             mappings = mappingsOf(readCapped(Path.of("/proc/self/maps")), ownedBy(uid));
         } catch (IOException | RuntimeException e) {
-            LOG.infof("Cannot find the pages of warden's own files to give back after start (%s): warden keeps them",
+            LOG.infof("Cannot find the pages of warden's own files to give back after %s (%s): warden keeps them", after,
                     e.getMessage());
             return;
         }
@@ -83,15 +108,15 @@ public class StartPages {
         Optional<String> refused = pageOut(mappings);
         if (refused.isPresent()) {
             // EINVAL before Linux 5.4, which has no MADV_PAGEOUT: the pages stay, as they would have.
-            LOG.infof("Cannot give back the pages of warden's own files only the start needed (%s): warden keeps them",
+            LOG.infof("Cannot give back the pages of warden's own files only %s needed (%s): warden keeps them", after,
                     refused.get());
             return;
         }
-        OptionalLong after = residentKib();
-        LOG.infof("Gave back the pages of warden's own files only the start needed (%d mappings): resident %s MiB, now %s"
-                + " MiB; the kernel maps back what warden touches again", mappings.size(), mib(before), mib(after));
-        // Saying so mapped back code that nothing runs again once warden has started (the log's formatting and writing,
-        // this thread's own steps), 64 KiB at a time: about 1.2 MiB, given back once more with nothing run after it.
+        OptionalLong now = residentKib();
+        LOG.infof("Gave back the pages of warden's own files only %s needed (%d mappings): resident %s MiB, now %s MiB;"
+                + " the kernel maps back what warden touches again", after, mappings.size(), mib(before), mib(now));
+        // Saying so mapped back code that nothing runs again (the log's formatting and writing, this thread's own steps),
+        // 64 KiB at a time: about 1.2 MiB, given back once more with nothing run after it.
         pageOut(mappings);
     }
 

@@ -10,6 +10,7 @@ import dev.warden.engine.EngineStopper;
 import dev.warden.engine.EngineUsers;
 import dev.warden.events.PodEvent;
 import dev.warden.events.PodEvents;
+import dev.warden.footprint.OneOffPages;
 import dev.warden.lock.FileLocker;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.scheduler.Scheduled;
@@ -43,14 +44,17 @@ public class ReaperService {
     private final InstantSource clock;
     /** The Events of the reaper's actions, on warden's pod (nothing unless warden.events.enabled). */
     private final PodEvents events;
+    private final OneOffPages oneOffPages;
     private final Map<PassOutcome.Action, LongAdder> passes = new EnumMap<>(PassOutcome.Action.class);
 
     private volatile List<EngineDirWatch> watches = List.of();
     private volatile boolean stopped;
 
     public ReaperService(WardenConfig config, EngineUsers users, FileLocker locker, EngineRecords records,
-            EngineStopper stopper, EngineIdentity identity, EngineClient client, InstantSource clock, PodEvents events) {
+            EngineStopper stopper, EngineIdentity identity, EngineClient client, InstantSource clock, PodEvents events,
+            OneOffPages oneOffPages) {
         this.identity = identity;
+        this.oneOffPages = oneOffPages;
         this.events = events;
         for (PassOutcome.Action action : PassOutcome.Action.values()) {
             passes.put(action, new LongAdder());
@@ -163,10 +167,18 @@ public class ReaperService {
     private void count(PassOutcome outcome) {
         passes.get(outcome.action()).increment();
         switch (outcome.action()) {
-            case STOPPED -> events.record(PodEvent.normal("EngineStopped", "the engine was stopped: " + outcome.detail()));
-            case UNLOADED -> events.record(PodEvent.normal("EngineUnloaded", "the engine's weights were unloaded: "
-                    + outcome.detail()));
-            case UNLOAD_REFUSED -> events.record(PodEvent.warning("EngineUnloadRefused", outcome.detail()));
+            case STOPPED -> {
+                events.record(PodEvent.normal("EngineStopped", "the engine was stopped: " + outcome.detail()));
+                oneOffPages.releaseLater("an engine's stop");
+            }
+            case UNLOADED -> {
+                events.record(PodEvent.normal("EngineUnloaded", "the engine's weights were unloaded: " + outcome.detail()));
+                oneOffPages.releaseLater("an engine's unload");
+            }
+            case UNLOAD_REFUSED -> {
+                events.record(PodEvent.warning("EngineUnloadRefused", outcome.detail()));
+                oneOffPages.releaseLater("an engine's unload");
+            }
             default -> {
                 // not an action: no Event
             }

@@ -2,6 +2,7 @@ package dev.warden.reaper;
 
 import dev.warden.config.WardenConfig;
 import dev.warden.engine.EngineClient;
+import dev.warden.footprint.OneOffPages;
 import dev.warden.hold.HoldSnapshot;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.LockState;
@@ -29,18 +30,23 @@ public class StandbyUnloader {
     private final EngineClient client;
     private final Optional<URI> engine;
     private final boolean enabled;
+    /** Run after each unload asked for, done or refused: what it ran is mapped for nothing more. */
+    private final Runnable afterUnload;
     private boolean unloaded;
 
     @Inject
-    public StandbyUnloader(LockKeeper keeper, EngineClient client, WardenConfig config) {
-        this(keeper::snapshot, client, config.engine().url(), config.reaper().enabled());
+    public StandbyUnloader(LockKeeper keeper, EngineClient client, WardenConfig config, OneOffPages oneOffPages) {
+        this(keeper::snapshot, client, config.engine().url(), config.reaper().enabled(),
+                () -> oneOffPages.releaseLater("an engine's unload"));
     }
 
-    StandbyUnloader(Supplier<HoldSnapshot> keeper, EngineClient client, Optional<URI> engine, boolean enabled) {
+    StandbyUnloader(Supplier<HoldSnapshot> keeper, EngineClient client, Optional<URI> engine, boolean enabled,
+            Runnable afterUnload) {
         this.keeper = keeper;
         this.client = client;
         this.engine = engine;
         this.enabled = enabled;
+        this.afterUnload = afterUnload;
     }
 
     @Scheduled(every = "${warden.reaper.interval}", concurrentExecution = Scheduled.ConcurrentExecution.SKIP)
@@ -61,6 +67,7 @@ public class StandbyUnloader {
             return Optional.empty();
         }
         EngineClient.UnloadResult result = client.unload(EngineClient.Endpoint.configured(engine.get()));
+        afterUnload.run();
         if (result.unloaded()) {
             unloaded = true;
             LOG.infof("Standing by (another process holds %s): unloaded this pod's llama-swap at %s, whose weights would"

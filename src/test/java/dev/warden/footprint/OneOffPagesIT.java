@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.testing.Await;
+import dev.warden.testing.FakeEngine;
 import dev.warden.testing.ImageJvm;
 import dev.warden.testing.WardenProcess;
 import java.io.IOException;
@@ -17,12 +18,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * warden gives back the pages of its own files that only its start needed, and serves on. The native executable's are
- * reclaimed here (nothing else maps it); in the images, the executable and the JVM's AOT cache are warden's UID's, and
- * ImageContainerIT sees either given back. The resident memory warden then settles at under the probes is a benchmark's
+ * warden gives back the pages of its own files that only its start, or an engine's stop, needed, and serves on. The
+ * native executable's are reclaimed here (nothing else maps it); in the images, the executable and the JVM's AOT cache
+ * are warden's UID's, and ImageContainerIT sees either given back. The resident memory warden then settles at under the probes is a benchmark's
  * (docs/BENCHMARKS.md, figure 6).
  */
-class StartPagesIT {
+class OneOffPagesIT {
 
     private static final String GAVE_BACK = "Gave back the pages of warden's own files";
 
@@ -49,6 +50,30 @@ class StartPagesIT {
             }
             assertEquals(200, warden.status("/q/health/ready"), "and it serves on, reading back what it needs");
             assertEquals(200, warden.status("/q/health/live"));
+        }
+    }
+
+    @Test
+    void wardenGivesBackWhatAnEnginesStopMappedOnceItIsBehind() throws Exception {
+        // The engine dir as lilbee's first start leaves it, so the reaper watches it from warden's start.
+        Path engineDir = Files.createDirectories(dir.resolve("engine/engine-users")).getParent();
+        try (WardenProcess warden = WardenProcess.serve("one-off-pages", List.of("-Dwarden.memory.release-start-pages-after=3s"),
+                "--data-root", dir.resolve("root").toString(), "--engine-dir", engineDir.toString());
+                FakeEngine engine = FakeEngine.startLlamaSwap("--port", "0")) {
+            Await.until("warden gave its start's pages back", Duration.ofSeconds(30),
+                    () -> warden.log().contains(GAVE_BACK + " only the start needed"));
+            Path record = engine.writeRecord(engineDir, "chat", FakeEngine.freePort(), List.of());
+            assertEquals(143, engine.exitCode(Duration.ofSeconds(20)), "no user: the reaper stops it\n" + warden.log());
+            Await.until("the record is gone", () -> !Files.exists(record));
+            long stopped = ImageJvm.statusKb(warden.pid(), "RssFile");
+            Await.until("warden gave back what the stop mapped", Duration.ofSeconds(30),
+                    () -> warden.log().contains(GAVE_BACK + " only an engine's stop needed"));
+            long after = ImageJvm.statusKb(warden.pid(), "RssFile");
+            if (WardenProcess.nativeExecutable()) {
+                assertTrue(after < stopped, "file-backed resident memory " + stopped + " kB after the stop, " + after
+                        + " kB after\n" + warden.log());
+            }
+            assertEquals(200, warden.status("/q/health/ready"), "and it serves on");
         }
     }
 

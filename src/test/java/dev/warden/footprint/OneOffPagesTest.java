@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-class StartPagesTest {
+class OneOffPagesTest {
 
     /** Only the mappings whose whole path (spaces and all) is wanted; anonymous or malformed lines are skipped. */
     @Test
@@ -22,8 +22,8 @@ class StartPagesTest {
                 00500000-00400000 r--p 00000000 fd:01 1234                               /opt/warden bin/warden
                 garbage
                 """;
-        assertEquals(List.of(new StartPages.Range(0x400000, 0x5000), new StartPages.Range(0x410000, 0x16c4000),
-                new StartPages.Range(0x7f8e83000000L, 0xc80000)),
-                StartPages.mappingsOf(maps, "/opt/warden bin/warden"::equals));
+        assertEquals(List.of(new OneOffPages.Range(0x400000, 0x5000), new OneOffPages.Range(0x410000, 0x16c4000),
+                new OneOffPages.Range(0x7f8e83000000L, 0xc80000)),
+                OneOffPages.mappingsOf(maps, "/opt/warden bin/warden"::equals));
     }
 }

@@ -21,6 +21,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -49,20 +50,23 @@ class StandbyUnloaderTest {
         int port = FakeEngine.freePort();
         try (FakeEngine engine = FakeEngine.startLlamaSwap("--port", Integer.toString(port));
                 Peer otherPod = Peer.flockHolder(paths.serverLock())) {
+            AtomicInteger pagesGivenBackAfter = new AtomicInteger();
             StandbyUnloader unloader = new StandbyUnloader(keeper::snapshot, SystemReaper.client(),
-                    Optional.of(URI.create("http://127.0.0.1:" + port)), true);
+                    Optional.of(URI.create("http://127.0.0.1:" + port)), true, pagesGivenBackAfter::incrementAndGet);
             assertEquals(Optional.empty(), unloader.look(), "not started: nothing to do");
             assertTrue(keeper.start(paths, true).isEmpty());
             Await.until("standing by", () -> keeper.snapshot().locks().stream()
                     .anyMatch(l -> l.state() instanceof LockState.HeldElsewhere));
             assertTrue(unloader.look().orElseThrow().unloaded());
             engine.await("unloaded");
+            assertEquals(1, pagesGivenBackAfter.get(), "what the unload ran is given back after it");
             assertEquals(Optional.empty(), unloader.look(), "once a standby");
             otherPod.kill();
             Await.until("holding", () -> keeper.snapshot().allHeld());
             assertEquals(Optional.empty(), unloader.look(), "a serving warden unloads nothing");
             assertEquals(1, engine.printed().stream().filter("unloaded"::equals).count());
             assertTrue(engine.alive(), "an unload, never a signal");
+            assertEquals(1, pagesGivenBackAfter.get());
         }
     }
 }
