@@ -20,8 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * warden gives back the pages of its own files that only its start, or an engine's stop, needed, and serves on. The
  * native executable's are reclaimed here (nothing else maps it); in the images, the executable and the JVM's AOT cache
- * are warden's UID's, and ImageContainerIT sees either given back. The resident memory warden then settles at under the probes is a benchmark's
- * (docs/BENCHMARKS.md, figure 6).
+ * are warden's UID's, and ImageContainerIT sees either given back. The resident memory warden then settles at under
+ * the probes is a benchmark's (docs/BENCHMARKS.md, figure 6).
  */
 class OneOffPagesIT {
 
