@@ -5,12 +5,18 @@
 
 It runs lilbee only while this pod's warden says it may, and stops it the moment that is no longer so:
 
-- warden says so over a Unix socket (--socket) that only warden's and lilbee's containers mount, and only a
-  peer of the expected UID is believed (SO_PEERCRED). No TCP port, which any process of the pod could bind
-  while warden is down, has a say.
-- A permit to start comes with warden's gate lock itself (its open file, passed with SCM_RIGHTS). lilbee
-  inherits it, so the gate stays locked for as long as lilbee lives: no other pod is elected before this
-  lilbee is gone, whatever happens to warden. A restarted warden gets it back from here.
+- warden says so over a Unix socket (--socket) that only warden's and lilbee's containers mount (lilbee's read-only).
+  Whatever is at that path is not believed for being there: the process listening must be warden by what no process
+  of this container can forge (SO_PEERCRED: warden's UID, another container's mount namespace, and while the warden
+  believed before lives, that one), and only after a hello that reads this container's monotonic clock. No TCP
+  port, which any process of the pod could bind while warden is down, has a say.
+- A permit to start comes with warden's gate lock itself (its open file, passed with SCM_RIGHTS). This supervisor
+  holds it for as long as the lilbee started on it lives, and that lilbee dies with this supervisor (the kernel's
+  PR_SET_PDEATHSIG: SIGKILL as it exits, however it dies), so the gate stays locked while lilbee lives: no other pod
+  is elected before it is gone, whatever happens to warden. The descriptor goes to nobody: not to lilbee, whose
+  process (dumpable, so that warden can prove its locks) any process of its UID could take it from and unlock it,
+  nor to whatever connects as warden (a restarted warden is told which gate file it holds, "gate <dev> <ino>"); and
+  this process is undumpable, so no process of its UID takes it here either.
 - Every permit ends at a moment on the kernel's monotonic clock, which warden's and lilbee's containers
   share; warden renews it while lilbee may run. When it ends, or warden withdraws it, lilbee's process group
   gets SIGTERM, and SIGKILL after --grace. A supervisor that cannot reach warden lets the permit run out.
@@ -23,16 +29,17 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
   to start on a loaded node, and never has a lilbee before the probe that would stop a stalled one is watching.
 - SIGTERM and SIGINT go on to lilbee, whose exit code this exits with; the first also asks warden to step down
   ("step-down"): its pod is going away, and the gate goes to a standby as lilbee stops, not after.
-- What it runs and the permit it holds go to warden on every change and once a second; a stop warden numbered is
-  answered ("stopped N") once no lilbee runs and no permit is held, and its exit (SIGTERM, with the pod) is told
-  ("exiting") once lilbee is gone: a warden letting its Lease go waits for either.
-- --health-port answers any HTTP request from this loop itself: the kubelet's liveness probe on it restarts
-  a supervisor that has stopped turning (SIGSTOP), which could no longer stop lilbee.
+- What it runs, the permit and the gate lock it holds go to warden on every change and once a second; a stop warden
+  numbered is answered ("stopped N") once no lilbee runs and no permit is held, and its exit (SIGTERM, with the pod)
+  is told ("exiting") once lilbee is gone: a warden letting its Lease go waits for either.
+- --health-port answers the kubelet's liveness probe, 200 while the loop turns: it restarts a supervisor that has
+  stopped turning (SIGSTOP), which could no longer stop lilbee. IPv4 and IPv6 are bound each on its own, and a port
+  taken in either ends the supervisor (the kubelet restarts it) rather than leave a squatter to answer for it.
 - With --prepare, lilbee waits warm: while no lilbee runs, a prepared process (lilbee's own Python, in a session of
   its own) imports lilbee's command and the modules named, then waits on a socket pair only this supervisor holds,
-  holding no lock and serving nothing. A permit's start hands it the gate lock, and lilbee's command runs in that
-  process, its imports already done; with none ready, lilbee starts cold as without --prepare. It is told nothing
-  else, and exits when the supervisor goes. With --spare, one is prepared while lilbee runs too: a lilbee that
+  holding no lock and serving nothing. A permit's start tells it to go, and lilbee's command runs in that process,
+  its imports already done; with none ready, lilbee starts cold as without --prepare. It is told nothing else, and
+  dies with the supervisor. With --spare, one is prepared while lilbee runs too: a lilbee that
   crashes starts again warm. None is started within --prepare-after of a lilbee's start or exit in this pod, which
   have the CPU first: its own start, or after a switchover the new lilbee's start in the pod that took over.
 
@@ -68,6 +75,19 @@ CLOCK_SKEW = SECOND
 REPORT_EVERY = SECOND
 RECONNECT_EVERY = SECOND // 5
 TICK = SECOND // 10
+# A hello of ours not answered believably (late, or not at all) is asked again this soon: a loaded node can hold a read
+# back past CLOCK_SKEW once, and that says nothing of the next.
+HELLO_AGAIN = SECOND // 2
+# The health port answers 200 only while the loop has turned this recently: a loop that stops turning cannot stop lilbee.
+TURNED_WITHIN = SECOND
+# At most this many connections to the health port at a time from one peer (every process of the pod is one), and
+# this many in all: the kubelet probes from the node, so a flood from the pod never keeps its probe waiting.
+HEALTH_PER_PEER = 4
+HEALTH_CONNECTIONS = 64
+# /proc/<pid>/mountinfo of a container is a few dozen lines; its root mount comes first.
+MOUNTINFO_BYTES = 256 * 1024
+# A process's ancestry is a handful of levels in a pod: a longer walk is a loop.
+ANCESTRY = 64
 # A prepared process that ended before its go (an import that kills it, a neighbour's signal) is replaced no sooner.
 PREPARE_AGAIN_AFTER = 30 * SECOND
 # A prepared process says it took its go at once (a thread of its own waits for it): one silent this long has failed.
@@ -188,16 +208,92 @@ class Rules:
         return min(moments) if moments else now + SECOND
 
 
-class Warden:
-    """The connection to warden's switch socket, reconnected while it is gone."""
+class WardenIdentity:
+    """Which process may speak for warden. Anything at the switch path is not warden for being there: every process of
+    lilbee's container (lilbee, its engines, its crawler, every Python dependency) runs as warden's UID, and one that
+    can write the socket's directory can rename a socket of its own over warden's. So the process listening there must
+    be of warden's UID, neither this supervisor nor one of its own, and of another container than this one (another
+    mount namespace, which no process of a restricted pod can leave); and once one has been believed, while it lives, no
+    other (a restarted warden is a new process, the old one gone). Outside a pod, where warden and lilbee are no
+    containers, --same-container-warden lifts the container's rule, and any process of this machine's mount namespace
+    and warden's UID could then speak for warden."""
 
-    def __init__(self, path, uid):
-        self.path = path
+    def __init__(self, uid, same_container=False):
         self.uid = uid
+        self.same_container = same_container
+        self.own_root = root_mount(os.getpid())
+        self.believed = None
+
+    def refusal(self, pid, uid):
+        """Why the process behind a socket at the switch path is not warden; None when it may be."""
+        if uid != self.uid:
+            return "it runs as UID %d, not warden's %d" % (uid, self.uid)
+        if pid <= 0:
+            return "it is not in this pod's PID namespace"
+        if pid == os.getpid() or descends_from(pid, os.getpid()):
+            return "it is this supervisor, or a process it started"
+        ticks = start_ticks(pid)
+        if self.believed is not None and self.believed != (pid, ticks) and start_ticks(self.believed[0]) == self.believed[1]:
+            return "warden is pid %d, which still runs" % self.believed[0]
+        if not self.same_container:
+            root = root_mount(pid)
+            if root is None or ticks == 0 or start_ticks(pid) != ticks:
+                return "its mount namespace cannot be read"
+            if root == self.own_root:
+                return ("it runs in this container (the same mount namespace), as lilbee and every process started here"
+                        " do; warden runs in a container of its own")
+        return None
+
+    def believe(self, pid):
+        self.believed = (pid, start_ticks(pid))
+
+
+def root_mount(pid):
+    """The mount ID of a process's root mount (mountinfo's first line for "/"): one per mount namespace, so a process of
+    this container shares ours and warden's container has its own. None when it cannot be read."""
+    try:
+        with open("/proc/%d/mountinfo" % pid, "rb") as mountinfo:
+            for line in mountinfo.read(MOUNTINFO_BYTES).split(b"\n"):
+                fields = line.split()
+                if len(fields) > 4 and fields[4] == b"/":
+                    return fields[0]
+    except OSError:
+        pass
+    return None
+
+
+def parent_of(pid):
+    """Field 4 of /proc/<pid>/stat, the parent's pid; 0 when gone (or its parent is outside this PID namespace)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as stat:
+            return int(stat.read(4096).rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def descends_from(pid, ancestor):
+    for _ in range(ANCESTRY):
+        pid = parent_of(pid)
+        if pid <= 1:
+            return False
+        if pid == ancestor:
+            return True
+    return False
+
+
+class Warden:
+    """The connection to warden's switch socket, reconnected while it is gone: believed only when the process listening
+    is warden (WardenIdentity), and only after a hello of its that reads this container's monotonic clock."""
+
+    def __init__(self, path, identity):
+        self.path = path
+        self.identity = identity
         self.sock = None
+        self.pid = None
         self.buffer = b""
         self.fds = []
         self.trusted = False
+        self.hello_at = 0
         self.next_try = 0
         self.complained = None
 
@@ -206,24 +302,33 @@ class Warden:
             return False
         self.next_try = now + RECONNECT_EVERY
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # Never waits: a listener that does not accept (its backlog full) would hold this loop, and every permit's end
+        # with it. A Unix socket's connect is done or refused (EAGAIN) at once.
+        sock.setblocking(False)
         try:
             sock.connect(self.path)
             pid, uid, gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-            if uid != self.uid:
-                self.complain("refused", "%s is served by pid %d of UID %d, not warden's UID %d: not believed" % (self.path, pid, uid, self.uid))
+            why = self.identity.refusal(pid, uid)
+            if why is not None:
+                self.complain(("refused", pid), "%s is served by pid %d, which is not warden (%s): not believed" % (self.path, pid, why))
                 sock.close()
                 return False
         except OSError as e:
             sock.close()
             self.complain(e.errno, "waiting for warden at %s (%s)" % (self.path, e.strerror or e))
             return False
-        sock.setblocking(False)
         self.sock = sock
+        self.pid = pid
         self.buffer = b""
         self.trusted = False
+        self.hello_at = now
         self.complained = None
-        log("connected to warden at %s" % self.path)
+        log("connected to warden (pid %d) at %s" % (pid, self.path))
         return True
+
+    def hello_due(self, now):
+        """Whether to say hello (again): connected, not yet believed, and the last hello unanswered believably."""
+        return self.sock is not None and not self.trusted and now >= self.hello_at
 
     def complain(self, key, message):
         if self.complained != key:
@@ -285,55 +390,151 @@ class Warden:
 
 
 class Health:
-    """Answers 200 to any HTTP request on --health-port, from the supervisor's own loop."""
+    """The kubelet's liveness probe on --health-port (and its readiness probe where the chart routes by role): any HTTP
+    request is answered 200 while the supervisor's loop has turned within TURNED_WITHIN, 503 once it has not (a loop that
+    stops turning could not stop lilbee). A thread of its own answers, so a flood cannot slow the loop, and the loop's
+    stall shows however busy the port is.
 
-    def __init__(self, port):
-        # SO_REUSEADDR lets a restarted supervisor bind past its predecessor's closing connections; on Linux it never
-        # lets two processes listen on one port.
-        try:
-            self.listener = socket.socket(socket.AF_INET6)
-            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            self.listener.bind(("::", port))
-        except OSError:
-            # No IPv6 in this pod: the kubelet probes its IPv4 address.
-            self.listener = socket.socket(socket.AF_INET)
-            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.listener.bind(("0.0.0.0", port))
-        self.listener.listen(16)
-        self.listener.setblocking(False)
+    Each address family is bound on its own, IPv4 always and IPv6 where the kernel has it, and a port taken in either is
+    this supervisor's end (it exits 1, before any lilbee, and the kubelet restarts its container): a squatter there would
+    answer the kubelet's probes for a supervisor that no longer turns. Every process of the pod is one peer (loopback, or
+    an address of the pod's own) and holds at most HEALTH_PER_PEER connections; each gets a second to send its request;
+    the kubelet probes from the node and always finds room."""
+
+    def __init__(self, port, supervisor, local=None):
+        self.port = port
+        self.supervisor = supervisor
+        self.is_local = local or is_local
+        self.listeners = listen_everywhere(port)
         self.open = {}
+        self.local = {}
+        self.closed = False
 
-    def serve(self, now):
-        while len(self.open) < 16:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                break
-            conn.setblocking(False)
-            self.open[conn] = now
-        for conn, since in list(self.open.items()):
-            try:
-                request = conn.recv(1024)
-                if request or now - since > SECOND:
-                    conn.send(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n")
-                    raise OSError("answered")
-            except BlockingIOError:
-                if now - since <= SECOND:
-                    continue
-            except OSError:
-                pass
-            del self.open[conn]
+    def start(self):
+        threading.Thread(target=self.serve, name="health", daemon=True).start()
+
+    def close(self):
+        """Stops answering (within a tick) and lets the port go."""
+        self.closed = True
+
+    def serve(self):
+        selector = selectors.DefaultSelector()
+        for listener in self.listeners:
+            selector.register(listener, selectors.EVENT_READ)
+        while not self.closed:
+            for key, _ in selector.select(TICK / SECOND):
+                if key.fileobj in self.listeners:
+                    self.accept(key.fileobj, selector)
+                else:
+                    self.answer(key.fileobj, selector)
+            now = time.monotonic_ns()
+            for conn, (_, since) in list(self.open.items()):
+                if now - since > SECOND:
+                    self.drop(conn, selector)
+        for conn in list(self.open):
+            self.drop(conn, selector)
+        for listener in self.listeners:
+            listener.close()
+
+    def accept(self, listener, selector):
+        try:
+            conn, address = listener.accept()
+        except OSError:
+            return
+        peer = self.peer(address[0])
+        if len(self.open) >= HEALTH_CONNECTIONS or sum(1 for p, _ in self.open.values() if p == peer) >= HEALTH_PER_PEER:
             conn.close()
+            return
+        conn.setblocking(False)
+        self.open[conn] = (peer, time.monotonic_ns())
+        selector.register(conn, selectors.EVENT_READ)
+
+    def answer(self, conn, selector):
+        try:
+            if conn.recv(1024):
+                stalled = time.monotonic_ns() - self.supervisor.turned_at > TURNED_WITHIN
+                status = b"503 Service Unavailable" if stalled else b"200 OK"
+                body = b"stalled\n" if stalled else b"ok\n"
+                conn.send(b"HTTP/1.0 " + status + b"\r\nContent-Type: text/plain\r\nContent-Length: "
+                          + str(len(body)).encode() + b"\r\n\r\n" + body)
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        self.drop(conn, selector)
+
+    def drop(self, conn, selector):
+        selector.unregister(conn)
+        del self.open[conn]
+        conn.close()
+
+    def peer(self, address):
+        """The pod itself for loopback and the pod's own addresses (any process of it can use any of them), else the
+        address: the node, whence the kubelet probes, and anything beyond the pod."""
+        if address.startswith("::ffff:"):
+            address = address[len("::ffff:"):]
+        if address not in self.local:
+            if len(self.local) > 256:
+                self.local.clear()
+            self.local[address] = self.is_local(address)
+        return "the pod" if self.local[address] else address
+
+
+def listen_everywhere(port):
+    """A listening socket per address family, IPv6 only where the kernel has it; a port taken is an error (SystemExit)."""
+    listeners = []
+    for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        try:
+            listener = socket.socket(family)
+        except OSError as e:
+            if family == socket.AF_INET6 and e.errno == errno.EAFNOSUPPORT:
+                log("no IPv6 in this kernel: the health port %d answers on IPv4 alone" % port)
+                continue
+            raise
+        try:
+            # SO_REUSEADDR lets a restarted supervisor bind past its predecessor's closing connections; on Linux it never
+            # lets a second socket listen on a port one listens on. Never SO_REUSEPORT, which would share it with any
+            # process of this UID.
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            listener.bind((address, port))
+            listener.listen(HEALTH_CONNECTIONS)
+        except OSError as e:
+            listener.close()
+            if family == socket.AF_INET6 and e.errno == errno.EADDRNOTAVAIL:
+                log("IPv6 is off in this pod: the health port %d answers on IPv4 alone" % port)
+                continue
+            for opened in listeners:
+                opened.close()
+            what = "IPv4" if family == socket.AF_INET else "IPv6"
+            raise SystemExit("lilbee-supervisor: the health port %d is taken on %s (%s): another process of the pod listens"
+                             " there and would answer the kubelet's probes for this supervisor. Exiting, so that the"
+                             " kubelet restarts this container; stop that process, or give --health-port another port"
+                             % (port, what, e.strerror or e))
+        listener.setblocking(False)
+        listeners.append(listener)
+    return listeners
+
+
+def is_local(address):
+    """Whether an address is this pod's own (loopback, or one of its interfaces'): a socket can be bound to it here."""
+    try:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.bind((address, 0))
+        return True
+    except OSError:
+        return False
 
 
 class Warm:
     """The prepared process of --prepare: lilbee's command loaded in its own Python, waiting for a go. Until its go it
     holds no lock and no file of the data dir, and is reported to warden as warm, never as lilbee. warden proves a
     lilbee by the locks it holds, and takes a server.lock held by a process not reported as its pod's lilbee for a
-    stranger's: so, as a cold lilbee holds the gate lock from its first instruction and is reported before it can take
-    server.lock, a prepared one is told to go (with the gate lock), says it holds it ("going"), is reported to warden,
-    and only then told to run lilbee's command ("run")."""
+    stranger's: so, as a cold lilbee is reported from its first instruction, before it can take server.lock, a prepared
+    one is told to go, says it took the go ("going"), is reported to warden, and only then told to run lilbee's command
+    ("run")."""
 
     def __init__(self, command, modules):
         self.command = command
@@ -370,7 +571,7 @@ class Warm:
         interpreter = self.runner[0]
         try:
             self.process = subprocess.Popen(
-                interpreter + [os.path.abspath(__file__), "--prepared", str(theirs.fileno()), "--prepare",
+                interpreter + [os.path.abspath(__file__), "--prepared", "%d:%d" % (theirs.fileno(), os.getpid()), "--prepare",
                                ",".join(self.modules), "--"] + self.command,
                 pass_fds=(theirs.fileno(),), start_new_session=True)
         except OSError as e:
@@ -384,8 +585,8 @@ class Warm:
         self.control = ours
         self.ready = False
 
-    def take(self, now, gate_fd):
-        """The prepared process, told to run lilbee's command holding the gate lock; None when there is none."""
+    def take(self, now):
+        """The prepared process, told to run lilbee's command; None when there is none."""
         process, control = self.process, self.control
         self.process = self.control = None
         self.ready = False
@@ -396,7 +597,7 @@ class Warm:
                 control.close()
                 return None
             control.setblocking(True)
-            socket.send_fds(control, [b"go\n"], [gate_fd] if gate_fd is not None else [])
+            control.sendall(b"go\n")
             control.setblocking(False)
         except OSError:
             control.close()
@@ -406,8 +607,8 @@ class Warm:
         return process
 
     def going(self, now, process):
-        """Whether `process` may be reported as lilbee: a cold one from its start; one told to go, once it says it holds
-        what its go handed it. One that has not said so within GOING_WITHIN is killed, as a lilbee that failed."""
+        """Whether `process` may be reported as lilbee: a cold one from its start; one told to go, once it says it took
+        the go. One that has not said so within GOING_WITHIN is killed, as a lilbee that failed."""
         if process is not self.handed:
             return True
         if self.handed_going or b"going" in read_some(self.handed_control):
@@ -529,11 +730,12 @@ def prepare(modules):
     return len(sys.modules), failed
 
 
-def prepared(fd, modules, command):
+def prepared(fd, parent, modules, command):
     """The prepared process: loads lilbee, then runs it once the supervisor says go; told nothing (the supervisor gone,
-    or replacing it), it exits. The go is taken by a thread from the start, so the gate lock that comes with it is this
-    process's at once (and said so: "going"), even while the imports go on; lilbee's command runs once they are done and
-    the supervisor has reported it to warden ("run")."""
+    or replacing it), it exits, and it dies with the supervisor (as a lilbee started cold does). The go is taken by a
+    thread from the start and said so at once ("going"), even while the imports go on; lilbee's command runs once they
+    are done and the supervisor has reported it to warden ("run")."""
+    tied_to(parent)()
     control = socket.socket(fileno=fd)
     name_self("lilbee-prepared")
     runner, why = runner_of(command)
@@ -545,14 +747,11 @@ def prepared(fd, modules, command):
 
     def listen():
         try:
-            data, fds, _, _ = socket.recv_fds(control, 64, 1)
+            data = control.recv(64)
         except OSError:
-            data, fds = b"", []
+            data = b""
         if data != b"go\n":
             os._exit(0)
-        for gate in fds:
-            # lilbee holds it for as long as it lives, as a lilbee started cold inherits it.
-            os.set_inheritable(gate, True)
         try:
             control.sendall(b"going\n")
             # Run only once reported to warden as lilbee: the report comes before any server.lock of ours.
@@ -627,10 +826,14 @@ def main(argv):
                         help="with --prepare, keep a prepared process while lilbee runs too, so that a lilbee that crashes"
                         " starts again warm; it costs a second loaded Python's memory (default: on if $WARDEN_SWITCH_SPARE"
                         " is 1)")
-    parser.add_argument("--prepared", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--prepared", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--warden-uid", type=int, default=os.geteuid(),
                         help="the UID warden runs as: a socket served by any other is not believed (default: this"
                         " process's, %(default)s)")
+    parser.add_argument("--same-container-warden", action="store_true",
+                        help="believe a warden in this process's own mount namespace too: outside a pod, where warden and"
+                        " lilbee are no containers. In a pod, any process of lilbee's container could then speak for"
+                        " warden; the chart never sets it")
     if "--" not in argv:
         if "-h" in argv or "--help" in argv:
             parser.parse_args(["--help"])
@@ -644,10 +847,56 @@ def main(argv):
         parser.error("nothing after --: give lilbee's command, e.g. -- lilbee serve --port 8080")
     modules = [m.strip() for m in args.prepare.split(",") if m.strip()]
     if args.prepared is not None:
-        return prepared(args.prepared, modules, command)
+        fd, parent = (int(part) for part in args.prepared.split(":"))
+        return prepared(fd, parent, modules, command)
     if args.validity <= 0 or args.grace <= 0 or args.start_after < 0 or args.prepare_after < 0:
         parser.error("--validity and --grace must be positive, --start-after and --prepare-after not negative")
+    harden()
     return Supervisor(args, command, modules, started).run()
+
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+_libc = []
+
+
+def prctl(option, value):
+    """prctl(2), through ctypes: the standard library has no binding. libc is loaded once, before any fork."""
+    if not _libc:
+        import ctypes
+        _libc.append((ctypes, ctypes.CDLL(None, use_errno=True)))
+    ctypes, libc = _libc[0]
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+def harden():
+    """Closes this process's /proc/<pid>/fd, fdinfo and mem, and ptrace, to every process without CAP_SYS_PTRACE, those of
+    its own UID included: lilbee's container runs as warden's UID, and the gate lock's descriptor and warden's connection
+    are this process's alone (a descriptor taken with pidfd_getfd could unlock the gate, a connection taken could speak
+    for it). lilbee, exec'd, is dumpable again: warden proves it through its fdinfo. Without prctl(2) (a Python without
+    ctypes) this supervisor can neither keep its descriptors nor tie lilbee's life to its own: it does not run."""
+    try:
+        prctl(PR_SET_DUMPABLE, 0)
+    except (ImportError, OSError, AttributeError) as e:
+        raise SystemExit("lilbee-supervisor: cannot call prctl(2) (%s): it keeps the gate lock from lilbee's container"
+                         " and ends lilbee with itself through it. Use a Python with its whole standard library (ctypes)" % e)
+
+
+def tied_to(parent):
+    """What a process of lilbee's runs first (preexec_fn for a cold start, and the prepared process's first step): it gets
+    SIGKILL the moment `parent`, this supervisor, is gone, however it dies, and ends at once if it is gone already. The
+    gate lock is the supervisor's alone, so lilbee must not outlive it; the kernel sends the signal as the supervisor
+    exits, before anything else can run lilbee's code."""
+    def tie():
+        try:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (ImportError, OSError, AttributeError):
+            os._exit(127)
+        if os.getppid() != parent:
+            os._exit(127)
+    return tie
 
 
 class Supervisor:
@@ -660,14 +909,14 @@ class Supervisor:
         self.prepare_from = started
         self.rules = Rules(int(args.validity * SECOND), int(args.grace * SECOND),
                            not_before=started + int(args.start_after * SECOND))
-        self.warden = Warden(args.socket, args.warden_uid)
-        self.health = Health(args.health_port) if args.health_port else None
+        self.warden = Warden(args.socket, WardenIdentity(args.warden_uid, args.same_container_warden))
+        # Bound before anything else: a port taken ends this supervisor before any lilbee (see Health).
+        self.health = Health(args.health_port, self) if args.health_port else None
+        self.turned_at = started
         self.gate_fd = None
         self.lilbee = None
         self.launched_at = 0
         self.last_report = None
-        self.last_permit = None
-        self.last_warm = None
         self.report_at = 0
         self.ack_wanted = None
         self.wake_r, self.wake_w = socket.socketpair()
@@ -684,12 +933,16 @@ class Supervisor:
         selector = selectors.DefaultSelector()
         selector.register(self.wake_r, selectors.EVENT_READ)
         if self.health:
-            selector.register(self.health.listener, selectors.EVENT_READ)
+            self.health.start()
         registered = None
         while True:
             now = time.monotonic_ns()
+            self.turned_at = now
             if self.warden.connect(now):
-                self.greet(now)
+                self.last_report = None
+            if self.warden.hello_due(now):
+                self.warden.send("hello %d %d" % (PROTOCOL, os.getpid()))
+                self.warden.hello_at = now + HELLO_AGAIN
             if self.warden.sock is not registered:
                 if registered is not None:
                     selector.unregister(registered)
@@ -718,7 +971,7 @@ class Supervisor:
             if not self.rules.terminating:
                 # The pod (or this container) is going away: warden hands the gate to a standby at once, rather than
                 # once lilbee has gone and the kubelet has stopped warden too. It lets the gate go only as safely as
-                # ever: lilbee keeps the gate lock until it has exited.
+                # ever: this supervisor keeps the gate lock until lilbee has exited.
                 self.warden.send("step-down")
             code = self.apply(now, "signal", self.signals.pop(0))
             if code is not None:
@@ -739,31 +992,24 @@ class Supervisor:
                 self.lilbee is None or self.spare):
             self.warm.keep(now)
         self.apply(now, "tick")
-        if self.health:
-            self.health.serve(now)
         self.report(now)
         return None
-
-    def greet(self, now):
-        self.warden.send("hello %d %d" % (PROTOCOL, os.getpid()))
-        if self.gate_fd is not None:
-            # A restarted warden: the gate lock lilbee holds is given back, so it holds the gate again.
-            self.warden.send("gate", self.gate_fd)
-        self.last_report = None
-        self.last_permit = None
 
     def hear(self, now, line, fds):
         words = line.split()
         kind = words[0] if words else ""
         try:
-            if kind == "hello" and len(words) == 3 and int(words[1]) == PROTOCOL:
-                lag = now - int(words[2])
+            if kind == "hello" and len(words) == 3 and int(words[1]) == PROTOCOL and not self.warden.trusted:
+                # Read now, not at the turn's start: a hello warden wrote during this turn is no later than this.
+                lag = time.monotonic_ns() - int(words[2])
                 if lag < -CLOCK_SKEW // 100 or lag > CLOCK_SKEW:
-                    self.warden.trusted = False
-                    log("warden's monotonic clock is %d ms from this container's: not the same kernel clock (a time"
-                        " namespace?), so no permit of it can be believed" % (lag // 1_000_000))
+                    # Asked again (hello_at): a read held back on a loaded node says nothing of the next, and a warden
+                    # on another clock (a time namespace) is never believed, however often it answers.
+                    self.warden.complain("clock", "warden's monotonic clock read %d ms from this container's: not"
+                                         " believed; asking again" % (lag // 1_000_000))
                 else:
                     self.warden.trusted = True
+                    self.warden.identity.believe(self.warden.pid)
             elif not self.warden.trusted:
                 pass
             elif kind == "start" and len(words) == 2 and len(fds) <= 1:
@@ -814,7 +1060,7 @@ class Supervisor:
         return None
 
     def start(self, now):
-        prepared = self.warm.take(now, self.gate_fd) if self.warm is not None else None
+        prepared = self.warm.take(now) if self.warm is not None else None
         if prepared is not None:
             log("warden's permit: starting lilbee in its prepared process (pid %d)" % prepared.pid)
             self.lilbee = prepared
@@ -823,8 +1069,7 @@ class Supervisor:
             return
         log("warden's permit: starting lilbee")
         try:
-            self.lilbee = subprocess.Popen(self.command, pass_fds=(self.gate_fd,) if self.gate_fd is not None else (),
-                                           start_new_session=True)
+            self.lilbee = subprocess.Popen(self.command, start_new_session=True, preexec_fn=tied_to(os.getpid()))
             self.launched_at = now
             self.prepare_from = now + self.prepare_after
         except OSError as e:
@@ -843,9 +1088,22 @@ class Supervisor:
         except PermissionError as e:
             log("cannot signal lilbee's group %d: %s" % (self.lilbee.pid, e.strerror))
 
+    def gate_report(self):
+        """The gate file whose lock this supervisor holds for its lilbee: "gate <st_dev> <st_ino>", or "gate none". A
+        restarted warden is elected through it (its previous run's election, which no other pod can hold meanwhile), and
+        a warden stops a lilbee held under another gate file than its own."""
+        if self.gate_fd is None:
+            return "gate none"
+        try:
+            held = os.fstat(self.gate_fd)
+        except OSError:
+            return "gate none"
+        return "gate %d %d" % (held.st_dev, held.st_ino)
+
     def report(self, now):
-        """What runs and the permit held (0: none), to warden: on every change and once a second. A restarted warden
-        learns from it how long a permit of its previous run may still keep a lilbee."""
+        """What runs, the permit held (0: none), the prepared process and the gate lock held, to warden: on every change
+        and once a second. A restarted warden learns from it how long a permit of its previous run may still keep a
+        lilbee, and that its pod holds the gate."""
         if self.lilbee is not None and self.rules.lilbee != "none" and (self.warm is None or self.warm.going(now, self.lilbee)):
             state = "lilbee %d %d %d" % (self.lilbee.pid, start_ticks(self.lilbee.pid), self.launched_at)
         else:
@@ -853,13 +1111,11 @@ class Supervisor:
         held = self.rules.permit_until if self.rules.lilbee == "running" or self.rules.has_gate else 0
         warm = self.warm.pid() if self.warm is not None else None
         warm = "warm none" if warm is None else "warm %d" % warm
-        if state != self.last_report or held != self.last_permit or warm != self.last_warm or now >= self.report_at:
-            self.warden.send(state)
-            self.warden.send("permit %d" % held)
-            self.warden.send(warm)
-            self.last_report = state
-            self.last_permit = held
-            self.last_warm = warm
+        gate = self.gate_report()
+        if (state, held, warm, gate) != self.last_report or now >= self.report_at:
+            # One write: warden reads it whole in one round, never a lilbee without the gate lock it runs under.
+            self.warden.send("\n".join((gate, state, "permit %d" % held, warm)))
+            self.last_report = (state, held, warm, gate)
             self.report_at = now + REPORT_EVERY
         if self.warm is not None and self.lilbee is not None and state != "lilbee none":
             self.warm.reported(self.lilbee)

@@ -10,12 +10,17 @@ as the chart's: warden's /q/health/live every 10 s, three failures restart it (S
 supervisor's health port every second, two failures restart lilbee's container (SIGTERM, SIGKILL after 1 s). Without
 a sidecar the main container starts at once: a bare `lilbee serve` replica.
 
+Each container runs in a mount namespace of its own, as a runtime runs it (lilbee's supervisor tells warden's container
+from its own by that), and a container's "read_only" directories are bind-mounted read-only in it, as the chart mounts
+the switch's emptyDir in lilbee's container.
+
 Every container start and exit, and every probe that restarts one, goes to the events file as one JSON line:
 {"t": epoch seconds, "container": "warden"|"lilbee", "event": "start"|"exit"|"liveness", "pid": n, "rc": n}.
 pids are the pod's own (its namespace's). SIGTERM ends the pod: each container gets SIGTERM, then SIGKILL after the
 grace period; every process of the pod dies with this PID 1.
 """
 
+import ctypes
 import json
 import os
 import signal
@@ -25,6 +30,29 @@ import urllib.error
 import urllib.request
 
 config = json.load(open(sys.argv[1]))
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNS = 0x00020000
+MS_RDONLY = 1
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+
+
+def checked(result, what):
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, "%s: %s" % (what, os.strerror(code)))
+
+
+def own_mounts(read_only):
+    """In a forked child: a mount namespace of its own, nothing of it shared back, and read_only bind-mounted read-only."""
+    checked(libc.unshare(CLONE_NEWNS), "unshare")
+    checked(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+    for path in read_only:
+        target = path.encode()
+        checked(libc.mount(target, target, None, MS_BIND, None), "mount --bind " + path)
+        checked(libc.mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None), "mount -o remount,ro " + path)
 events = open(config["events"], "a", buffering=1)
 BACKOFF = config.get("backoff", 10.0)
 BACKOFF_MAX = config.get("backoff_max", 300.0)
@@ -54,6 +82,7 @@ class Container:
         self.env = dict(spec.get("env", {}))
         self.env["WARDEN_TEST_CONTAINER"] = "%s-%s" % (config["name"], name)
         self.log = spec["log"]
+        self.read_only = spec.get("read_only", [])
         self.liveness = spec.get("liveness")
         self.pid = None
         self.started_at = None
@@ -71,7 +100,12 @@ class Container:
             os.dup2(log, 2)
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
-            os.execvpe(self.argv[0], self.argv, self.env)
+            try:
+                own_mounts(self.read_only)
+                os.execvpe(self.argv[0], self.argv, self.env)
+            except OSError as e:
+                print("pod_kubelet: cannot start %s: %s" % (self.name, e), file=sys.stderr, flush=True)
+                os._exit(127)
         os.close(log)
         self.pid = pid
         self.started_at = time.monotonic()

@@ -131,7 +131,7 @@ public interface WardenConfig {
 
         /**
          * How long a warden elected on a gate file it has not seen at the path for this long waits before its pod's
-         * lilbee may start. Another pod's lilbee holds the gate lock for as long as it lives, so nobody is elected
+         * lilbee may start. Another pod's lilbee runs under the gate lock for as long as it lives, so nobody is elected
          * before it is gone, unless the gate file was replaced (a lilbee reset deletes it; any writer of the data dir
          * can rename it): that lilbee is stopped within {@code supervisor.permit} plus the longer of
          * {@code supervisor.grace} and {@code supervisor.stall-bound}, which this must exceed (checked at start). On a

@@ -22,9 +22,10 @@ import java.util.Set;
  * <p>What keeps two lilbees apart, each in one method below:
  * <ul>
  *   <li>{@link #whyNotElected}: a pod's lilbee may run only while its warden holds the gate lock on the file at the
- *       path (and, in lease mode, leads the Lease). lilbee inherits that very lock from its supervisor, so the gate
- *       stays locked until it is gone: the kernel elects nobody else before. One exception, {@link #leavingNow}: a
- *       warden that stepped down unlocks it for its serving lilbee once that one has let server.lock go.
+ *       path (and, in lease mode, leads the Lease). Its supervisor keeps that very lock (its open file, passed with the
+ *       permit) for as long as lilbee lives, and lilbee dies with the supervisor, so the gate stays locked until it is
+ *       gone: the kernel elects nobody else before. One exception, {@link #leavingNow}: a warden that stepped down
+ *       unlocks it for its serving lilbee once that one has let server.lock go.
  *   <li>{@link #settleAtElection}: the one way around that is a gate file replaced (a reset deletes it, any writer of
  *       the data dir can rename it), which leaves another pod's lilbee on the old one. Elected on a file it has not
  *       watched at the path for {@link GateTimings#settle()}, a pod waits until that long after it first saw it: by
@@ -74,8 +75,8 @@ public class GateDecision {
         /** Holds an exclusive flock on the server.lock at the path, under the gate lock this warden holds. */
         SERVING,
         /**
-         * Holds another gate file's lock than the one this warden holds (it was started under a gate file since
-         * replaced): it no longer keeps the gate locked while it lives.
+         * Runs under another gate file's lock than the one this warden holds, or under none (its supervisor holds that
+         * one for it: it was started under a gate file since replaced): it no longer keeps the gate locked while it lives.
          */
         UNDER_ANOTHER_GATE,
         /** Proven on a server.lock that is no longer the file at the path. */
@@ -91,11 +92,12 @@ public class GateDecision {
         if (seen.lease().isPresent() && !seen.lease().get().decided()) {
             // Restarted beside a lilbee its previous run let start: not a word until the Lease says whether it still
             // leads. The permit given before runs out on its own, in time for any other leader.
-            return new Step(new Standby(watch, since(phase, now), permitsEnd), List.of(new GateAction.Say(new Word.Silent())),
+            return new Step(new Standby(watch, since(phase, now), permitsEnd, since(phase, now), Optional.empty(), phase.fresh()),
+                    List.of(new GateAction.Say(new Word.Silent())),
                     "asking the API server whether the Lease " + seen.lease().get().name() + " names this warden",
                     lilbee(Optional.empty(), seen, now), new Word.Silent());
         }
-        Optional<String> notElected = whyNotElected(seen);
+        Optional<String> notElected = whyNotElected(phase, seen);
         if (notElected.isPresent()) {
             return standBy(phase, watch, seen, notElected.get(), permitsEnd);
         }
@@ -111,8 +113,13 @@ public class GateDecision {
         return !now.isBefore(phase.permitsEnd().plus(timings.overrun()));
     }
 
-    /** Empty when this warden is elected; else why not, as the status says it. */
-    static Optional<String> whyNotElected(Observation seen) {
+    /**
+     * Empty when this warden is elected; else why not, as the status says it. A warden restarted beside the lilbee its
+     * previous run started holds no descriptor of the gate lock (lilbee's supervisor keeps it and gives it to nobody):
+     * it is elected while its supervisor holds the gate file at the path for that lilbee, which no other pod's can
+     * meanwhile.
+     */
+    static Optional<String> whyNotElected(GatePhase phase, Observation seen) {
         Optional<Observation.Lease> lease = seen.lease();
         if (lease.isPresent() && !lease.get().leading(seen.now())) {
             return Optional.of("this warden does not hold the Lease " + lease.get().name());
@@ -121,6 +128,13 @@ public class GateDecision {
             case Observation.Gate.Held held when held.atPath() -> Optional.empty();
             case Observation.Gate.Held held -> Optional.of("the gate file this warden holds was deleted or replaced (a lilbee"
                     + " reset, or a writer of the data dir)");
+            case Observation.Gate.Lost lost -> Optional.of("the gate lock this warden held is gone: a process with a"
+                    + " descriptor of its open file unlocked it (this pod's lilbee, or one that took the descriptor from it),"
+                    + " and another pod may be elected already");
+            // Restarted beside the lilbee its previous run started: its supervisor holds the gate lock for it, so no
+            // other pod can.
+            case Observation.Gate.NotHeld notHeld when seen.supervisorHoldsTheGate() && (phase.fresh() || phase instanceof Elected)
+                    -> Optional.empty();
             case Observation.Gate.NotHeld notHeld -> Optional.of("another warden holds the gate");
             // The volume cannot lock: where the Lease elects, it elects alone.
             case Observation.Gate.Unlockable unlockable when lease.isPresent() -> Optional.empty();
@@ -130,7 +144,7 @@ public class GateDecision {
 
     private Step standBy(GatePhase phase, Watch watch, Observation seen, String why, Moment permitsEnd) {
         List<GateAction> actions = new ArrayList<>();
-        if (seen.gate() instanceof Observation.Gate.Held) {
+        if (seen.gate() instanceof Observation.Gate.Held || seen.gate() instanceof Observation.Gate.Lost) {
             actions.add(new GateAction.ReleaseGate());
         }
         Optional<Leaving> leaving = phase instanceof Standby standby ? standby.leaving() : Optional.empty();
@@ -160,15 +174,17 @@ public class GateDecision {
         actions.add(new GateAction.Say(stop));
         String reason = (phase instanceof Elected ? "not elected any more: " : "standing by: ") + why
                 + (yielding ? "; holding back after a handover, so that a standby takes the gate" : "");
-        return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd, contendFrom, leaving), actions, reason,
+        return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd, contendFrom, leaving, phase.fresh()), actions,
+                reason,
                 lilbee(Optional.empty(), seen, seen.now()), stop);
     }
 
     /** What became of the lilbee a warden stepped down from. */
     enum LeavingState {
-        /** It holds server.lock, or cannot be seen to hold the gate lock: it may serve still. */
+        /** It has server.lock open, or its supervisor is not seen holding the gate lock for it: it may serve still. */
         SERVING,
-        /** It still holds the gate lock but no server.lock, at the path or the one it served: it serves no more. */
+        /** Its supervisor still holds the gate lock for it, and it has no server.lock open, at the path or the one it
+     * served: it serves no more. */
         DONE_SERVING,
         /** That instance is no longer reported (exited, or its supervisor gone): its lock ends with it. */
         GONE
@@ -176,9 +192,12 @@ public class GateDecision {
 
     /**
      * Whether the lilbee this warden stepped down from is done serving. lilbee lets server.lock go last thing in
-     * {@code serve}, once its server and its engine have stopped, and then only exits; bare lilbee's successor takes
-     * over right then, and so may a standby. Done only on a positive look: the same instance seen holding the gate
-     * lock and not holding server.lock (a look at its descriptors that failed sees neither).
+     * {@code serve}, once its server and its engine have stopped (filelock unlocks it, then closes it), and then only
+     * exits; bare lilbee's successor takes over right then, and so may a standby. Done only on a positive look: the
+     * same instance seen with no descriptor at all of server.lock, the one it served or the one at the path (a look at
+     * its descriptors that failed sees it with one), its supervisor still holding the retired gate's lock for it. A
+     * lock gone with its descriptor still open is not enough: a process of lilbee's UID that took a descriptor of it
+     * (pidfd_getfd) can unlock it, but not close lilbee's.
      */
     LeavingState leavingNow(Leaving leaving, Observation seen) {
         Optional<Observation.Lilbee> running = seen.supervisor().lilbee()
@@ -186,9 +205,10 @@ public class GateDecision {
         if (running.isEmpty()) {
             return LeavingState.GONE;
         }
-        Set<FileId> holds = running.get().holds();
-        boolean onServer = holds.contains(leaving.lilbee().file()) || seen.server().atPath().filter(holds::contains).isPresent();
-        return !onServer && holds.contains(leaving.gate()) ? LeavingState.DONE_SERVING : LeavingState.SERVING;
+        Set<FileId> opens = running.get().opens();
+        boolean onServer = opens.contains(leaving.lilbee().file()) || seen.server().atPath().filter(opens::contains).isPresent();
+        boolean underIt = seen.supervisor().gate().equals(Optional.of(leaving.gate()));
+        return !onServer && underIt ? LeavingState.DONE_SERVING : LeavingState.SERVING;
     }
 
     private Step whileElected(GatePhase phase, Watch watch, Observation seen, Moment permitsBefore) {
@@ -239,8 +259,8 @@ public class GateDecision {
      * Whether an election must wait before this pod's first lilbee starts, and until when: not when this pod's lilbee
      * already holds the server.lock at the path (it runs on this gate's lock already, left by this warden's previous
      * run), nor in lease mode (a Lease passes only after its holder's lead, and with it every permit it gave, has
-     * ended); otherwise until the gate file has been watched at the path for a settle. Another pod's lilbee holds the
-     * gate lock for its whole life, so the kernel elected nobody while it lived, unless the file was replaced: then
+     * ended); otherwise until the gate file has been watched at the path for a settle. Another pod's lilbee runs under
+     * the gate lock for its whole life, so the kernel elected nobody while it lived, unless the file was replaced: then
      * its warden stops saying it may run (or is gone, and its last permit runs out), and it is stopped within
      * {@link GateTimings#overrun()} of that, all within the settle of the replacement.
      */
@@ -255,8 +275,8 @@ public class GateDecision {
     }
 
     /**
-     * This pod's lilbee: the instance its supervisor reports, proven or not on the file at the path, and holding (from
-     * its start, by its supervisor) the gate lock this warden holds, or not.
+     * This pod's lilbee: the instance its supervisor reports, proven or not on the file at the path, and run under the
+     * gate lock this warden holds (its supervisor holds it for it from its start), or not.
      *
      * @param proven the instance and file proven in an earlier round
      */
@@ -266,7 +286,7 @@ public class GateDecision {
             return Lilbee.NONE;
         }
         Observation.Lilbee look = running.get();
-        if (seen.gate() instanceof Observation.Gate.Held held && !look.holds().contains(held.file())) {
+        if (seen.gate() instanceof Observation.Gate.Held held && !seen.supervisor().gate().equals(Optional.of(held.file()))) {
             return new Lilbee(LilbeeState.UNDER_ANOTHER_GATE, look.pid());
         }
         Optional<FileId> atPath = seen.server().atPath();
@@ -300,6 +320,10 @@ public class GateDecision {
             case UNDER_ANOTHER_GATE -> new Word.Stop("this pod's lilbee (pid " + lilbee.pid() + ") holds the lock of a gate"
                     + " file since replaced, not this warden's: stopped, to start again under the gate this warden holds");
             case NONE -> {
+                if (seen.gate() instanceof Observation.Gate.NotHeld) {
+                    // Elected through a lilbee that held the gate lock, now gone: a new one starts only with the lock.
+                    yield new Word.Stop("this warden does not hold the gate lock a new lilbee must be given");
+                }
                 if (settleUntil.isPresent() && now.isBefore(settleUntil.get())) {
                     yield new Word.Stop("settling: lilbee may start " + settleUntil.get().since(electedAt).toMillis() + " ms"
                             + " after this warden was elected, as the gate file is new to it and a pod whose gate file was"
@@ -364,8 +388,8 @@ public class GateDecision {
     /**
      * Asked to step down while elected (a switchover, or this pod going away): lilbee is told to stop and the gate goes
      * to a standby, this warden holding back from contending again ({@link #holdBackUntil}) so that a standby waiting
-     * for it takes it (with none, this pod does, and serves again). In file mode the gate lock is let go at once: lilbee
-     * holds it (its supervisor passed it on with the permit) until it is gone, so the kernel elects nobody sooner; a
+     * for it takes it (with none, this pod does, and serves again). In file mode the gate lock is let go at once: its
+     * supervisor holds it (warden passed it on with the permit) until lilbee is gone, so the kernel elects nobody sooner; a
      * serving lilbee's is retired rather than closed, to be unlocked once it has let server.lock go ({@link
      * #leavingNow}). In lease mode the Lease goes once the supervisor says its stop is done, or once no permit given can
      * be used any more.
@@ -396,8 +420,9 @@ public class GateDecision {
     }
 
     /**
-     * Whether a warden stepping down may let the gate go now: in file mode at once (lilbee keeps the gate lock until it
-     * is gone); in lease mode once its supervisor said its stop is done, or no permit given can be used any more.
+     * Whether a warden stepping down may let the gate go now: in file mode at once (the supervisor keeps the gate lock
+     * until lilbee is gone); in lease mode once its supervisor said its stop is done, or no permit given can be used any
+     * more.
      */
     boolean mayLetGoAtStepDown(Observation seen, Moment permitsEnd) {
         return seen.lease().isEmpty() || seen.supervisor().stopDone() || !seen.now().isBefore(permitsEnd.plus(timings.overrun()));

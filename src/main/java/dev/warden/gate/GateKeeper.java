@@ -2,16 +2,14 @@ package dev.warden.gate;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
-import dev.warden.engine.ProcessTable;
 import dev.warden.events.PodEvent;
 import dev.warden.gate.GateAction.Word;
 import dev.warden.gate.GateDecision.Step;
 import dev.warden.hold.HoldSnapshot.Phase;
 import dev.warden.hold.KeeperLoop;
-import dev.warden.lock.FileId;
 import dev.warden.lock.FileLocker;
-import dev.warden.lock.LockException;
 import dev.warden.lock.Posix;
+import dev.warden.lock.ProcFs;
 import dev.warden.lock.ProcLocks;
 import io.quarkus.runtime.ShutdownEvent;
 import jakarta.enterprise.event.Observes;
@@ -25,9 +23,9 @@ import java.time.InstantSource;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import org.jboss.logging.Logger;
 
@@ -59,24 +57,25 @@ public class GateKeeper {
     private volatile GateElection lease;
     /** When this warden was last asked to step down, by its API or CLI (any thread) or its supervisor. */
     private final AtomicReference<Moment> stepDownAsked = new AtomicReference<>();
+    private final GateTimings timings;
+    /** How often a gate lock held vanished under this warden: for the metric. */
+    private final LongAdder lostGateLocks = new LongAdder();
     /** Confined to the keeper thread once it runs (handed over by Thread.start). */
     private Round round;
 
     /**
-     * What the keeper reaches the world through: the lock primitives, the process table (for the proof of
-     * lilbee), the two clocks (monotonic for every decision, the wall only for what the status shows), and the
-     * switch socket's path and owner.
+     * What the keeper reaches the world through: the lock primitives, the kernel's view of processes (for the proof of
+     * lilbee and of its own gate lock), the two clocks (monotonic for every decision, the wall only for what the status
+     * shows), and the switch socket's path and owner.
      */
-    public record Edges(FileLocker locker, Posix posix, ProcessTable processes, ProcLocks procLocks, MonotonicClock clock,
+    public record Edges(FileLocker locker, Posix posix, ProcFs procs, ProcLocks procLocks, MonotonicClock clock,
             InstantSource wall, Path socket, int uid, Duration pollInterval, Duration errorRetry) {
     }
 
-    /** Everything one run of the keeper holds, on its thread: the machine as its gate sees it, and where it stands. */
-    private final class Round implements GateWorld {
+    /** Everything one run of the keeper holds, on its thread: the pod as its gate sees it, and where it stands. */
+    private static final class Round {
         final LilbeePaths paths;
-        final LilbeeSwitch lilbeeSwitch;
-        final GateLock gate;
-        final LilbeeProof proof;
+        final PodGate world;
         /** The wall clock's reading at the monotonic clock's zero, as of the start: for the status's times. */
         final long wallOffsetNanos;
         GatePhase phase;
@@ -84,137 +83,25 @@ public class GateKeeper {
         OptionalLong gateHolder = OptionalLong.empty();
         Moment holderLookedAt;
 
-        Round(LilbeePaths paths, LilbeeSwitch lilbeeSwitch, GateLock gate, LilbeeProof proof, long wallOffsetNanos,
-                GatePhase phase) {
+        Round(LilbeePaths paths, PodGate world, long wallOffsetNanos, GatePhase phase) {
             this.paths = paths;
-            this.lilbeeSwitch = lilbeeSwitch;
-            this.gate = gate;
-            this.proof = proof;
+            this.world = world;
             this.wallOffsetNanos = wallOffsetNanos;
             this.phase = phase;
-        }
-
-        @Override
-        public Moment now() {
-            return edges.clock().now();
-        }
-
-        @Override
-        public void hearSupervisor() {
-            lilbeeSwitch.poll(now());
-            lilbeeSwitch.takeOfferedGate().ifPresent(gate::adopt);
-            if (lilbeeSwitch.takeStepDown()) {
-                LOG.info("lilbee's supervisor was told to stop (its pod or its container is going away): stepping down");
-                askStepDown(now());
-            }
-        }
-
-        @Override
-        public Observation.Gate gate() {
-            return gate.look();
-        }
-
-        @Override
-        public Optional<Observation.Lease> lease() {
-            GateElection election = lease;
-            return Optional.ofNullable(election).map(l -> new Observation.Lease(l.name(), l.decided(), l.leadingUntil()));
-        }
-
-        @Override
-        public Optional<FileId> gateAtPath() {
-            return ProcLocks.idOf(paths.gateLock());
-        }
-
-        @Override
-        public Optional<FileId> serverAtPath() {
-            return ProcLocks.idOf(paths.serverLock());
-        }
-
-        @Override
-        public Observation.Server probeServer(Optional<FileId> atPath) {
-            try {
-                return new Observation.Server(atPath, Optional.of(edges.locker().probe(paths.serverLock())), Optional.empty());
-            } catch (LockException e) {
-                return new Observation.Server(atPath, Optional.empty(), Optional.of(e.getMessage()));
-            }
-        }
-
-        @Override
-        public boolean supervisorConnected() {
-            return lilbeeSwitch.connected();
-        }
-
-        @Override
-        public Optional<Moment> supervisorPermit() {
-            return lilbeeSwitch.report().flatMap(LilbeeSwitch.Report::permit);
-        }
-
-        @Override
-        public boolean supervisorStopDone() {
-            return lilbeeSwitch.stopDone();
-        }
-
-        @Override
-        public Optional<Moment> stepDownAsked() {
-            return Optional.ofNullable(stepDownAsked.get());
-        }
-
-        @Override
-        public Optional<Reported> reportedLilbee() {
-            return lilbeeSwitch.report().flatMap(LilbeeSwitch.Report::lilbee)
-                    .filter(running -> proof.alive(running.pid(), running.startTicks()))
-                    .map(running -> new Reported(running.pid(), running.startTicks(), running.launched()));
-        }
-
-        @Override
-        public Set<FileId> holds(Reported lilbee, Set<FileId> wanted) {
-            return proof.holds(lilbee.pid(), lilbee.startTicks(), wanted);
-        }
-
-        @Override
-        public void contend() {
-            gate.contend(now());
-        }
-
-        @Override
-        public void releaseGate() {
-            gate.release();
-        }
-
-        @Override
-        public void retireGate() {
-            gate.retire();
-        }
-
-        @Override
-        public void unlockGate() {
-            gate.unlock();
-        }
-
-        @Override
-        public void stepAside() {
-            GateElection election = lease;
-            if (election != null) {
-                election.stepAside();
-            }
-        }
-
-        @Override
-        public void say(Word word) {
-            lilbeeSwitch.say(word, now(), gate.descriptor());
         }
     }
 
     @Inject
-    public GateKeeper(FileLocker locker, Posix posix, ProcessTable processes, ProcLocks procLocks, InstantSource wall,
+    public GateKeeper(FileLocker locker, Posix posix, ProcFs procs, ProcLocks procLocks, InstantSource wall,
             WardenConfig config) {
-        this(new Edges(locker, posix, processes, procLocks, MonotonicClock.SYSTEM, wall, config.gate().supervisor().socket(),
+        this(new Edges(locker, posix, procs, procLocks, MonotonicClock.SYSTEM, wall, config.gate().supervisor().socket(),
                 config.gate().supervisor().uid().orElseGet(() -> Integer.parseInt(FileLocker.currentUid())),
                 config.lock().pollInterval(), config.lock().errorRetry()), GateTimings.of(config.gate()));
     }
 
     public GateKeeper(Edges edges, GateTimings timings) {
         this.edges = edges;
+        this.timings = timings;
         this.rounds = new GateRound(new GateDecision(timings));
         this.loop = new KeeperLoop("gate keeper", edges.pollInterval(), LEASE_RELEASE_WAIT.plusSeconds(1));
     }
@@ -243,19 +130,42 @@ public class GateKeeper {
             LOG.warn(e.getMessage());
             paths = lilbeePaths.canonical();
         }
-        LilbeeSwitch lilbeeSwitch = LilbeeSwitch.open(edges.posix(), edges.socket(), edges.uid());
+        LilbeeSwitch lilbeeSwitch = LilbeeSwitch.open(edges.posix(), edges.procs(), edges.socket(), edges.uid());
         lease = election;
         Moment now = edges.clock().now();
         long wallOffset = edges.wall().instant().getEpochSecond() * 1_000_000_000L + edges.wall().instant().getNano() - now.nanos();
-        round = new Round(paths, lilbeeSwitch, new GateLock(edges.locker(), paths.gateLock(), edges.errorRetry()),
-                new LilbeeProof(edges.processes()), wallOffset, GatePhase.begin(ProcLocks.idOf(paths.gateLock()), now));
+        PodGate world = new PodGate(edges.posix(), edges.locker(), paths, lilbeeSwitch, new GateLock(edges.locker(),
+                edges.procs(), paths.gateLock(), edges.errorRetry()), new LilbeeProof(edges.procs(), edges.clock()),
+                edges.clock(), () -> lease, stepDowns());
+        round = new Round(paths, world, wallOffset, GatePhase.begin(world.gateAtPath(), now));
         publish(round, null, Phase.RUNNING);
         LilbeePaths started = paths;
         startListeners.forEach(listener -> listener.accept(started));
         LOG.infof("lilbee's supervisor is told when lilbee may run over %s", lilbeeSwitch.path());
         Round mine = round;
-        loop.start(() -> turn(mine), () -> mine.gate.pending(), () -> finish(mine));
+        loop.start(() -> turn(mine), () -> mine.world.gateLock().pending(), () -> finish(mine));
     }
+
+    /** Step-downs asked of this warden: by its API or CLI (any thread), or by its supervisor at most one a handover period. */
+    private PodGate.StepDowns stepDowns() {
+        return new PodGate.StepDowns() {
+            @Override
+            public Optional<Moment> asked() {
+                return Optional.ofNullable(stepDownAsked.get());
+            }
+
+            @Override
+            public void ask(Moment at) {
+                askStepDown(at);
+            }
+
+            @Override
+            public Duration every() {
+                return timings.handoverAfter();
+            }
+        };
+    }
+
 
     /** {@code listener} hears the Events each round makes (GateEvents), on the keeper's thread: it must not wait. */
     public void onEvent(Consumer<PodEvent> listener) {
@@ -332,6 +242,11 @@ public class GateKeeper {
         return published.get();
     }
 
+    /** How many times a gate lock this warden held vanished under it, since it started. */
+    public long lostGateLocks() {
+        return lostGateLocks.sum();
+    }
+
     /** The paths being watched, canonicalised; empty unless this warden serves in gate mode. */
     public Optional<LilbeePaths> paths() {
         GateSnapshot snapshot = published.get();
@@ -353,9 +268,18 @@ public class GateKeeper {
     }
 
     private void turn(Round r) {
-        GateRound.Result result = rounds.turn(r, r.phase);
+        GateRound.Result result = rounds.turn(r.world, r.phase);
         Step step = result.step();
         r.phase = step.phase();
+        if (result.seen().gate() instanceof Observation.Gate.Lost) {
+            lostGateLocks.increment();
+            LOG.errorf("The gate lock on %s vanished while this warden held it: a flock(LOCK_UN) through a descriptor of its"
+                    + " open file (this pod's lilbee holds one; a process of its UID may have taken another from it). Not"
+                    + " held from here: this pod's lilbee is stopped, and another pod may be elected already", r.paths.gateLock());
+            PodEvent event = PodEvent.warning("GateLockLost", "the gate lock on " + r.paths.gateLock() + " vanished while"
+                    + " this warden held it: this pod's lilbee is stopped");
+            eventListeners.forEach(listener -> listener.accept(event));
+        }
         for (PodEvent event : GateEvents.between(Optional.ofNullable(r.last), step)) {
             eventListeners.forEach(listener -> listener.accept(event));
         }
@@ -378,8 +302,7 @@ public class GateKeeper {
      * expire.
      */
     private void finish(Round r) {
-        r.lilbeeSwitch.say(new Word.Stop("warden stops"), edges.clock().now(), r.gate.descriptor());
-        r.gate.close();
+        r.world.stop();
         if (lease != null) {
             boolean letGo = awaitStopDone(r);
             if (!letGo) {
@@ -388,7 +311,7 @@ public class GateKeeper {
             }
             lease.close(letGo);
         }
-        r.lilbeeSwitch.close();
+        r.world.lilbeeSwitch().close();
         publish(r, null, Phase.STOPPED);
         LOG.info("The gate keeper has stopped");
     }
@@ -398,14 +321,15 @@ public class GateKeeper {
         Moment deadline = edges.clock().now().plus(LEASE_RELEASE_WAIT);
         while (true) {
             Moment now = edges.clock().now();
-            r.lilbeeSwitch.poll(now);
-            if (r.lilbeeSwitch.stopDone() || rounds.decision().mayLetTheLeaseGo(r.phase, now)) {
+            LilbeeSwitch lilbeeSwitch = r.world.lilbeeSwitch();
+            lilbeeSwitch.poll(now);
+            if (lilbeeSwitch.stopDone() || rounds.decision().mayLetTheLeaseGo(r.phase, now)) {
                 return true;
             }
             if (!now.isBefore(deadline)) {
                 return false;
             }
-            r.lilbeeSwitch.say(new Word.Stop("warden stops"), now, java.util.OptionalInt.empty());
+            lilbeeSwitch.say(new Word.Stop("warden stops"), now, java.util.OptionalInt.empty());
             try {
                 Thread.sleep(20);
             } catch (InterruptedException e) {
@@ -420,7 +344,7 @@ public class GateKeeper {
                 gateHolder(r), moment -> Instant.ofEpochSecond(0, r.wallOffsetNanos + moment.nanos()),
                 Optional.ofNullable(lease).map(l -> new GateSnapshot.LeaseView(l.name(), l.identity(), l.leading(),
                         l.holder(), l.renewed())),
-                r.lilbeeSwitch.report().map(LilbeeSwitch.Report::warm).orElse(OptionalLong.empty()),
+                r.world.lilbeeSwitch().report().map(LilbeeSwitch.Report::warm).orElse(OptionalLong.empty()),
                 seen != null && rounds.decision().settleAtElection(r.phase.watch(), seen, GateDecision.Lilbee.NONE).isEmpty());
         if (!next.equals(published.get())) {
             published.set(next);

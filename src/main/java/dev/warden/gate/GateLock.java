@@ -4,6 +4,7 @@ import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
 import dev.warden.lock.Posix;
+import dev.warden.lock.ProcFs;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
@@ -14,30 +15,34 @@ import org.jboss.logging.Logger;
 
 /**
  * The gate lock as this warden holds it, or waits for it in the kernel: the I/O behind {@link GateAction.Contend} and
- * {@link GateAction.ReleaseGate}, and what {@link Observation.Gate} reports. Confined to the gate keeper's thread.
+ * {@link GateAction.ReleaseGate}, and what {@link Observation.Gate} reports. A lock held is checked at every look, through
+ * this warden's own descriptor ({@link ProcFs#exclusiveFlock}), never assumed: the supervisor it was passed to shares the
+ * open file, and a flock(LOCK_UN) through any descriptor of it ends it for all. Confined to the gate keeper's thread.
  */
-final class GateLock implements AutoCloseable {
+public final class GateLock implements AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(GateLock.class);
 
     private final FileLocker locker;
+    private final ProcFs procs;
     private final Path path;
     private final Duration errorRetry;
     private HeldLock held;
-    /** The lock let go while this pod's stopping lilbee holds the same open file: kept, to be unlocked for everyone. */
+    /** The lock let go while this pod's supervisor holds the same open file for its stopping lilbee: kept, to be unlocked. */
     private HeldLock retired;
     private CompletableFuture<HeldLock> waiting;
     /** Why the lock cannot be taken, and when to try again. */
     private String unlockable;
     private Moment retryAt;
 
-    GateLock(FileLocker locker, Path path, Duration errorRetry) {
+    public GateLock(FileLocker locker, ProcFs procs, Path path, Duration errorRetry) {
         this.locker = locker;
+        this.procs = procs;
         this.path = path;
         this.errorRetry = errorRetry;
     }
 
-    /** What is held, as one look: the file and whether it is still at the path. */
+    /** What is held, as one look: the file, whether it is still at the path, and whether its lock is still there. */
     Observation.Gate look() {
         if (held == null && waiting != null && waiting.isDone()) {
             CompletableFuture<HeldLock> done = waiting;
@@ -49,6 +54,9 @@ final class GateLock implements AutoCloseable {
             }
         }
         if (held != null) {
+            if (!procs.exclusiveFlock(procs.self(), held.descriptorToPass(), held.fileId())) {
+                return new Observation.Gate.Lost(held.fileId());
+            }
             return new Observation.Gate.Held(held.fileId(), held.stillAtPath());
         }
         return unlockable != null ? new Observation.Gate.Unlockable(unlockable) : new Observation.Gate.NotHeld();
@@ -81,27 +89,7 @@ final class GateLock implements AutoCloseable {
         retryAt = now == null ? null : now.plus(errorRetry);
     }
 
-    /**
-     * Takes over a gate lock this pod's lilbee holds (its supervisor gave it back to a restarted warden), when this
-     * warden holds none: it is the gate file at the path and the lock is that open file's. Else it is closed.
-     */
-    void adopt(int fd) {
-        if (held != null) {
-            // Another descriptor of the lock held (a supervisor giving back what it was given), or of another file.
-            locker.adopt(fd, path).ifPresent(HeldLock::close);
-            return;
-        }
-        locker.adopt(fd, path).ifPresent(adopted -> {
-            held = adopted;
-            if (waiting != null) {
-                waiting.cancel(false);
-                waiting = null;
-            }
-            LOG.infof("Holding %s again: this pod's lilbee held it (its supervisor gave it back)", path);
-        });
-    }
-
-    /** This warden's descriptors of the lock, closed: a lilbee given the same open file keeps the gate locked. */
+    /** This warden's descriptors of the lock, closed: a supervisor given the same open file keeps the gate locked. */
     void release() {
         if (held != null) {
             held.close();
@@ -113,7 +101,7 @@ final class GateLock implements AutoCloseable {
         }
     }
 
-    /** No longer this warden's: the lock is kept only so that {@link #unlock} can end it for this pod's lilbee too. */
+    /** No longer this warden's: the lock is kept only so that {@link #unlock} can end it for this pod's supervisor too. */
     void retire() {
         if (held != null) {
             if (retired != null) {
@@ -125,8 +113,8 @@ final class GateLock implements AutoCloseable {
     }
 
     /**
-     * The retired lock unlocked, for this pod's lilbee too, which holds the same open file until it has exited: the
-     * gate is free at once. A failure leaves it to that lilbee's exit, as a closed descriptor does.
+     * The retired lock unlocked, for this pod's supervisor too, which holds the same open file until its lilbee has
+     * exited: the gate is free at once. A failure leaves it to that lilbee's exit, as a closed descriptor does.
      */
     void unlock() {
         if (retired != null) {
@@ -141,12 +129,12 @@ final class GateLock implements AutoCloseable {
     }
 
     /** The descriptor to pass with a permit to start, while held. */
-    OptionalInt descriptor() {
+    public OptionalInt descriptor() {
         return held == null ? OptionalInt.empty() : OptionalInt.of(held.descriptorToPass());
     }
 
     /** The wait in the kernel in progress, whose end starts the next round at once. */
-    CompletableFuture<?> pending() {
+    public CompletableFuture<?> pending() {
         return held == null ? waiting : null;
     }
 

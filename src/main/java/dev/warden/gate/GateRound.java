@@ -35,39 +35,37 @@ public final class GateRound {
     }
 
     /**
-     * The round's one look. The supervisor's lilbee is asked about the server.lock at the path, about the file it was
-     * proven on before (which a reset or a rename may have taken from the path) and about the gate lock this warden
-     * holds (which it holds too, from its start, while it runs under this gate); server.lock is taken and let go
-     * only where it decides something: this warden holds the gate and its lilbee does not hold the file.
+     * The round's one look. The supervisor's lilbee is asked about the server.lock at the path and about the file it was
+     * proven on before (which a reset or a rename may have taken from the path); the gate lock it runs under is the
+     * supervisor's to hold, and its word; server.lock is taken and let go only where it decides something: this warden
+     * holds the gate and its lilbee does not hold the file.
      */
     static Observation observe(GateWorld world, GatePhase phase) {
         Moment now = world.now();
         Observation.Gate gate = world.gate();
         Optional<Observation.Lease> lease = world.lease();
         Optional<FileId> serverAtPath = world.serverAtPath();
+        Optional<FileId> gateAtPath = world.gateAtPath();
         Optional<Observation.Lilbee> lilbee = world.reportedLilbee().map(reported -> {
             Set<FileId> wanted = new HashSet<>();
             serverAtPath.ifPresent(wanted::add);
-            if (gate instanceof Observation.Gate.Held held) {
-                wanted.add(held.file());
-            }
             if (phase instanceof GatePhase.Standby standby && standby.leaving().isPresent()) {
                 wanted.add(standby.leaving().get().lilbee().file());
-                wanted.add(standby.leaving().get().gate());
             }
             if (phase instanceof GatePhase.Elected elected) {
                 elected.proven().map(GatePhase.Proven::file).ifPresent(wanted::add);
             }
-            return new Observation.Lilbee(reported.pid(), reported.startTicks(), reported.launched(),
-                    Set.copyOf(world.holds(reported, wanted)));
+            LilbeeProof.Holding holding = world.holds(reported, wanted);
+            return new Observation.Lilbee(reported.pid(), reported.startTicks(), reported.launched(), holding.locked(),
+                    holding.open());
         });
         boolean holdsGate = gate instanceof Observation.Gate.Held held && held.atPath()
                 || gate instanceof Observation.Gate.Unlockable && lease.isPresent();
         boolean lilbeeOnIt = lilbee.isPresent() && serverAtPath.isPresent() && lilbee.get().holds().contains(serverAtPath.get());
         Observation.Server server = holdsGate && !lilbeeOnIt ? world.probeServer(serverAtPath)
                 : Observation.Server.unlooked(serverAtPath);
-        return new Observation(now, gate, lease, world.gateAtPath(), server, new Observation.Supervisor(world.supervisorConnected(),
-                lilbee, world.supervisorPermit(), world.supervisorStopDone()), world.stepDownAsked());
+        return new Observation(now, gate, lease, gateAtPath, server, new Observation.Supervisor(world.supervisorConnected(),
+                lilbee, world.supervisorPermit(), world.supervisorStopDone(), world.supervisorGate()), world.stepDownAsked());
     }
 
     static void act(GateWorld world, Step step) {

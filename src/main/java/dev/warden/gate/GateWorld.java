@@ -15,7 +15,7 @@ public interface GateWorld {
 
     Moment now();
 
-    /** Takes in what this pod's supervisor sent since the last round; a gate lock it gave back is adopted if none is held. */
+    /** Takes in what this pod's supervisor sent since the last round (a step-down it asked for among it). */
     void hearSupervisor();
 
     /** What this warden holds of the gate lock. */
@@ -42,14 +42,20 @@ public interface GateWorld {
     /** Whether the supervisor answered the last stop said as done (no lilbee, no permit, every word before it heard). */
     boolean supervisorStopDone();
 
+    /** The gate file whose lock the supervisor last reported holding for its lilbee, if any. */
+    Optional<FileId> supervisorGate();
+
     /** When this warden was last asked to step down, if ever. */
     Optional<Moment> stepDownAsked();
 
-    /** The lilbee the supervisor last reported running, if that process is alive and the instance it named. */
+    /**
+     * The lilbee the supervisor last reported running, if that process is alive, the instance it named, and descends
+     * from the supervisor's own process.
+     */
     Optional<Reported> reportedLilbee();
 
-    /** Which of {@code wanted} that lilbee holds an exclusive flock on through a descriptor of its own. */
-    Set<FileId> holds(Reported lilbee, Set<FileId> wanted);
+    /** Which of {@code wanted} that lilbee holds an exclusive flock on through a descriptor of its own, and has open. */
+    LilbeeProof.Holding holds(Reported lilbee, Set<FileId> wanted);
 
     /** Take the gate lock if it is free, else wait for it in the kernel. */
     void contend();

@@ -1,15 +1,13 @@
 package dev.warden.gate;
 
 import dev.warden.gate.GateAction.Word;
+import dev.warden.lock.CheckedDir;
 import dev.warden.lock.FileId;
 import dev.warden.lock.Posix;
-import dev.warden.lock.ProcLocks;
+import dev.warden.lock.ProcFs;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -24,18 +22,27 @@ import org.jboss.logging.Logger;
  * supervisor ({@code helm/warden/files/lilbee-supervisor.py}) connects to. warden tells it, a line at a time, whether
  * lilbee may start ({@code start <until>}, with the gate lock's descriptor), go on ({@code go <until>}) or must stop
  * ({@code stop <n> <reason>}, answered {@code stopped <n>} once done); it reports the lilbee it runs
- * ({@code lilbee <pid> <start ticks> <launched>} or {@code lilbee none}) and the end of the permit it holds
- * ({@code permit <until>}, 0 for none) and the lilbee it has prepared, its modules loaded, for a permit to start
- * in ({@code warm <pid>} or {@code warm none}: a supervisor of an earlier version says nothing of it), asks warden to
- * step down when it is SIGTERMed ({@code step-down}: its pod, or its container, is going away), says {@code exiting}
- * last when it exits with its lilbee gone, and, to a warden restarted beside a running lilbee, gives the gate lock back
- * ({@code gate}, with the descriptor). The socket is warden's
- * UID's alone (mode 0600), and a peer of another UID is not listened to.
+ * ({@code lilbee <pid> <start ticks> <launched>} or {@code lilbee none}), the end of the permit it holds
+ * ({@code permit <until>}, 0 for none), the lilbee it has prepared, its modules loaded, for a permit to start in
+ * ({@code warm <pid>} or {@code warm none}), and the gate file whose lock it holds for its lilbee ({@code gate <st_dev>
+ * <st_ino>} or {@code gate none}: the descriptor a start passed, which it keeps and hands to nobody); it says {@code step-down} when it is SIGTERMed (its pod, or its container,
+ * is going away: it is terminating from then on) and {@code exiting} last, when it exits with its lilbee gone. Each
+ * {@code hello <protocol> <pid>} of the supervisor's is answered {@code hello <protocol> <now>}: it believes warden only
+ * on a hello that reads its own monotonic clock, and asks again after one read late.
+ *
+ * <p><b>One supervisor per switch.</b> Every process of lilbee's container runs as warden's UID and can connect here,
+ * so the first to say hello is the supervisor until its connection closes: later connections are refused (accepted and
+ * closed), and the established one is never dropped for a newer. Words, the gate lock's descriptor, reports, stops'
+ * answers and step-downs travel on that one connection alone, and the gate proves as lilbee only a descendant of its
+ * peer's process ({@link #supervisorPid()}, from {@code SO_PEERCRED}). Nothing it is sent is kept: a descriptor
+ * anyone passes here is closed. A peer of another UID is not listened to.
  *
  * <p>Everything here is non-blocking and runs on the gate keeper's thread, once a round; what a supervisor sends is
  * capped per line and per connection, and a supervisor that does not read is let go.
+ *
+ * <p>Not final only so that the simulation's mutation test can undo the one-supervisor rule (GateMutationTest).
  */
-public final class LilbeeSwitch implements AutoCloseable {
+public class LilbeeSwitch implements AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(LilbeeSwitch.class);
     static final int PROTOCOL = 1;
@@ -43,44 +50,74 @@ public final class LilbeeSwitch implements AutoCloseable {
     private static final int MAX_LINE = 512;
     /** Unsent bytes a connection may hold before its supervisor counts as not reading. */
     private static final int MAX_OUTBOX = 4096;
-    private static final int MAX_CONNECTIONS = 4;
+    /** Connections that have not said hello yet: a supervisor connecting says it at once. */
+    private static final int MAX_PENDING = 4;
+    /** How long a connection may take to say hello: the supervisor says it with its connect. */
+    static final Duration HELLO_WITHIN = Duration.ofSeconds(2);
+    /** The listener's backlog: the supervisor connects alone; the rest are refused as they come. */
+    private static final int BACKLOG = 8;
+    /** How often a refusal is logged at most: a neighbour connecting in a loop must not fill the log. */
+    private static final Duration REFUSALS_LOGGED_EVERY = Duration.ofSeconds(10);
     /** How often a word is said again though it has not changed: permits are renewed well within their length. */
     static final Duration REPEAT = Duration.ofMillis(500);
 
     private final Posix posix;
     private final Path path;
     private final int uid;
-    private final int listener;
-    /** The socket's own file, so that warden takes away only its own when it stops. */
-    private final Optional<FileId> socketFile;
-    private final List<Connection> connections = new ArrayList<>();
-    private Optional<Report> report = Optional.empty();
-    private int offeredGate = -1;
+    /** The name it is bound at before it is renamed over the path: a name of this warden's own, in the same directory. */
+    private final String bound;
+    private int listener;
+    /** The socket's own file, so that warden takes away only its own when it stops, and puts it back when replaced. */
+    private FileId socketFile;
+    private Moment replacedLoggedAt;
+    private final List<Connection> pending = new ArrayList<>();
+    /** The first peer to say hello, until its connection closes. */
+    private Connection supervisor;
     /** Each stop said after something else is numbered: a supervisor answers it once it is done. */
     private long stopNumber;
     private String lastKind = "";
     /** Whether the last supervisor to leave said {@code exiting} first (it left no lilbee behind). */
     private boolean lastLeftExiting;
-    /** A supervisor said {@code step-down} since the last {@link #takeStepDown()}. */
-    private boolean stepDownHeard;
+    /** The supervisor said {@code step-down} since the last {@link #takeStepDown()}: its pid. */
+    private OptionalLong stepDownHeard = OptionalLong.empty();
+    private Moment refusalLoggedAt;
+    private int refusedSinceLogged;
 
     /**
-     * What the supervisor last reported: the lilbee it runs, if any, the end of the permit it holds, if any, and the pid
-     * of the process it has prepared to run lilbee in on the next permit, if any (status only: it holds nothing).
+     * What the supervisor last reported: the lilbee it runs, if any, the end of the permit it holds, if any, the pid of
+     * the process it has prepared to run lilbee in on the next permit, if any (status only: it holds nothing), and the
+     * gate file whose lock it holds for its lilbee, if any.
      */
-    public record Report(Optional<Running> lilbee, Optional<Moment> permit, OptionalLong warm) {
-        static final Report NOTHING = new Report(Optional.empty(), Optional.empty(), OptionalLong.empty());
+    public record Report(Optional<Running> lilbee, Optional<Moment> permit, OptionalLong warm, Optional<FileId> gate) {
+        static final Report NOTHING = new Report(Optional.empty(), Optional.empty(), OptionalLong.empty(), Optional.empty());
+
+        Report with(Optional<Running> lilbee) {
+            return new Report(lilbee, permit, warm, gate);
+        }
+
+        Report withPermit(Optional<Moment> permit) {
+            return new Report(lilbee, permit, warm, gate);
+        }
+
+        Report withWarm(OptionalLong warm) {
+            return new Report(lilbee, permit, warm, gate);
+        }
+
+        Report withGate(Optional<FileId> gate) {
+            return new Report(lilbee, permit, warm, gate);
+        }
     }
 
     /** A lilbee as its supervisor names it: pid, start time in clock ticks, and when it was started (monotonic). */
     public record Running(long pid, long startTicks, Moment launched) {
     }
 
-    private final class Connection {
+    private static final class Connection {
         final int fd;
+        final Posix.Peer peer;
+        final Moment accepted;
         final StringBuilder in = new StringBuilder();
         byte[] out = new byte[0];
-        boolean greeted;
         Optional<Report> report = Optional.empty();
         String lastWord = "";
         Moment lastSaid;
@@ -88,137 +125,166 @@ public final class LilbeeSwitch implements AutoCloseable {
         long stopped;
         /** It said it exits ({@code exiting}): its lilbee is gone and it starts no other. */
         boolean exiting;
+        /** It said {@code step-down}: SIGTERMed, it is going away. Said once; more is not listened to. */
+        boolean terminating;
 
-        Connection(int fd) {
+        Connection(int fd, Posix.Peer peer, Moment accepted) {
             this.fd = fd;
+            this.peer = peer;
+            this.accepted = accepted;
         }
     }
 
-    private LilbeeSwitch(Posix posix, Path path, int uid, int listener, Optional<FileId> socketFile) {
+    /** The socket listening at the path, the name it was bound at, and its own file. */
+    record Listening(int fd, String bound, FileId file) {
+    }
+
+    LilbeeSwitch(Posix posix, Path path, int uid, Listening listening) {
         this.posix = posix;
-        this.path = path;
+        this.path = path.toAbsolutePath();
         this.uid = uid;
-        this.listener = listener;
-        this.socketFile = socketFile;
+        this.bound = listening.bound();
+        this.listener = listening.fd();
+        this.socketFile = listening.file();
     }
 
     /**
      * Listens at {@code path}, replacing whatever is there (a previous run's socket, or another process's): bound
      * under a name of its own, made warden's UID's alone, then renamed over the path.
      */
-    public static LilbeeSwitch open(Posix posix, Path path, int uid) throws IOException {
-        Path dir = path.toAbsolutePath().getParent();
+    public static LilbeeSwitch open(Posix posix, ProcFs procs, Path path, int uid) throws IOException {
+        return new LilbeeSwitch(posix, path, uid, listen(posix, procs, path));
+    }
+
+    static Listening listen(Posix posix, ProcFs procs, Path path) throws IOException {
+        Path absolute = path.toAbsolutePath();
+        Path dir = absolute.getParent();
         try {
-            Files.createDirectories(dir);
+            CheckedDir.createDirectories(posix, dir);
         } catch (IOException e) {
             throw new IOException("cannot create " + dir + " for the switch socket (" + e.getMessage() + "): set"
                     + " warden.gate.supervisor.socket to a path on a volume only warden's and lilbee's containers mount", e);
         }
-        Path bound = dir.resolve(".switch-" + ProcessHandle.current().pid() + ".sock");
-        Files.deleteIfExists(bound);
+        return listen(posix, absolute, dir.resolve(".switch-" + procs.self() + ".sock").toString());
+    }
+
+    /** A socket bound at {@code bound}, made this UID's alone, then renamed over {@code path}. */
+    private static Listening listen(Posix posix, Path path, String bound) throws IOException {
+        unlinkIfThere(posix, bound);
         int fd;
         try {
-            fd = posix.listenUnix(bound.toString(), MAX_CONNECTIONS);
+            fd = posix.listenUnix(bound, BACKLOG);
         } catch (Posix.ErrnoException e) {
             throw new IOException("cannot listen at " + bound + ": " + e.getMessage() + ". Set warden.gate.supervisor.socket"
                     + " to a shorter path on a writable volume", e);
         }
-        Optional<FileId> socketFile = ProcLocks.idOf(bound);
         try {
-            Files.setPosixFilePermissions(bound, PosixFilePermissions.fromString("rw-------"));
-            Files.move(bound, path, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            FileId socketFile = posix.statAt(Posix.AT_FDCWD, bound).id();
+            posix.chmod(Path.of(bound), 0600);
+            posix.renameAt(Posix.AT_FDCWD, bound, path.toString());
+            return new Listening(fd, bound, socketFile);
         } catch (IOException e) {
             posix.close(fd);
-            Files.deleteIfExists(bound);
+            unlinkIfThere(posix, bound);
             throw new IOException("cannot put the switch socket at " + path + ": " + e.getMessage(), e);
         }
-        return new LilbeeSwitch(posix, path, uid, fd, socketFile);
+    }
+
+    private static void unlinkIfThere(Posix posix, String name) {
+        try {
+            posix.unlinkAt(Posix.AT_FDCWD, name);
+        } catch (Posix.ErrnoException e) {
+            // left behind: listening there fails, and says so
+        }
     }
 
     public Path path() {
         return path;
     }
 
-    /** Takes in new supervisors and what each sent since the last round. */
+    /** Takes in new connections, a supervisor's hello, and what the supervisor sent since the last round. */
     public void poll(Moment now) {
+        keepThePath(now);
         acceptAll(now);
-        for (Connection connection : List.copyOf(connections)) {
-            read(connection);
+        for (Connection connection : List.copyOf(pending)) {
+            if (now.since(connection.accepted).compareTo(HELLO_WITHIN) > 0) {
+                drop(connection, "it said no hello within " + HELLO_WITHIN.toMillis() + " ms");
+            } else {
+                read(connection, now);
+            }
         }
-        report = connections.reversed().stream().filter(c -> c.greeted && c.report.isPresent()).findFirst()
-                .flatMap(c -> c.report);
+        if (supervisor != null) {
+            read(supervisor, now);
+        }
     }
 
     /** Whether a supervisor is connected and has said hello. */
     public boolean connected() {
-        return connections.stream().anyMatch(c -> c.greeted);
+        return supervisor != null;
+    }
+
+    /** The supervisor's process, as the kernel named it when it connected ({@code SO_PEERCRED}); empty when none is. */
+    public OptionalLong supervisorPid() {
+        return supervisor == null ? OptionalLong.empty() : OptionalLong.of(supervisor.peer.pid());
     }
 
     /**
-     * Whether the last stop said is done: every supervisor connected has answered it (no lilbee runs, no permit held)
-     * or said it exits, or, none connected, the last to leave said it exited. False before any stop, and while none is
+     * Whether the last stop said is done: the supervisor connected has answered it (no lilbee runs, no permit held) or
+     * said it exits, or, none connected, the last to leave said it exited. False before any stop, and while none is
      * connected otherwise (a supervisor out of reach may still hold a permit).
      */
     public boolean stopDone() {
         if (!lastKind.equals("stop")) {
             return false;
         }
-        List<Connection> greeted = connections.stream().filter(c -> c.greeted).toList();
-        return greeted.isEmpty() ? lastLeftExiting : greeted.stream().allMatch(c -> c.exiting || c.stopped == stopNumber);
+        return supervisor == null ? lastLeftExiting : supervisor.exiting || supervisor.stopped == stopNumber;
     }
 
-    /** Whether a supervisor asked warden to step down since the last call (each request is taken once). */
-    public boolean takeStepDown() {
-        boolean heard = stepDownHeard;
-        stepDownHeard = false;
+    /** The supervisor's pid if it asked warden to step down since the last call (each request is taken once). */
+    public OptionalLong takeStepDown() {
+        OptionalLong heard = stepDownHeard;
+        stepDownHeard = OptionalLong.empty();
         return heard;
     }
 
-    /** The newest supervisor's last report. */
+    /** The supervisor's last report. */
     public Optional<Report> report() {
-        return report;
+        return supervisor == null ? Optional.empty() : supervisor.report;
     }
 
     /**
-     * A gate lock a supervisor gave back (its lilbee holds it), now this warden's descriptor to adopt or close; each
-     * is handed out once.
-     */
-    public OptionalInt takeOfferedGate() {
-        int fd = offeredGate;
-        offeredGate = -1;
-        return fd < 0 ? OptionalInt.empty() : OptionalInt.of(fd);
-    }
-
-    /**
-     * Tells every supervisor {@code word}: at once when it is news to it, else every {@link #REPEAT}. A start goes with
+     * Tells the supervisor {@code word}: at once when it is news to it, else every {@link #REPEAT}. A start goes with
      * {@code gateFd} (when there is one: not where the Lease alone elects).
      */
     public void say(Word word, Moment now, OptionalInt gateFd) {
+        if (word instanceof Word.Silent) {
+            return;
+        }
         if (word instanceof Word.Stop && !lastKind.equals("stop")) {
             stopNumber++;
         }
-        String line = switch (word) {
-            case Word.Start start -> "start " + start.until().nanos();
-            case Word.Go go -> "go " + go.until().nanos();
-            case Word.Stop stop -> "stop " + stopNumber + " " + printable(stop.reason());
-            case Word.Silent silent -> null;
+        String kind = switch (word) {
+            case Word.Start start -> "start";
+            case Word.Go go -> "go";
+            case Word.Stop stop -> "stop";
+            case Word.Silent silent -> throw new IllegalStateException("silence is not said");
         };
-        if (line == null) {
+        lastKind = kind;
+        Connection to = supervisor;
+        if (to == null) {
             return;
         }
-        String kind = line.substring(0, line.indexOf(' '));
-        lastKind = kind;
-        for (Connection connection : List.copyOf(connections)) {
-            if (!connection.greeted) {
-                continue;
-            }
-            boolean news = !connection.lastWord.equals(kind) || connection.lastSaid == null
-                    || now.since(connection.lastSaid).compareTo(REPEAT) >= 0;
-            if (news) {
-                connection.lastWord = kind;
-                connection.lastSaid = now;
-                send(connection, line + "\n", word instanceof Word.Start ? gateFd.orElse(-1) : -1);
-            }
+        boolean news = !to.lastWord.equals(kind) || to.lastSaid == null || now.since(to.lastSaid).compareTo(REPEAT) >= 0;
+        if (news) {
+            to.lastWord = kind;
+            to.lastSaid = now;
+            String line = switch (word) {
+                case Word.Start start -> "start " + start.until().nanos();
+                case Word.Go go -> "go " + go.until().nanos();
+                case Word.Stop stop -> "stop " + stopNumber + " " + printable(stop.reason());
+                case Word.Silent silent -> throw new IllegalStateException("silence is not said");
+            };
+            send(to, line + "\n", word instanceof Word.Start ? gateFd.orElse(-1) : -1);
         }
     }
 
@@ -234,29 +300,79 @@ public final class LilbeeSwitch implements AutoCloseable {
             if (fd < 0) {
                 return;
             }
+            Posix.Peer peer;
             try {
-                Posix.Peer peer = posix.peer(fd);
-                if (peer.uid() != uid) {
-                    LOG.warnf("A process of UID %d (pid %d) connected to the switch socket %s: only warden's UID (%d) may;"
-                            + " not listened to", peer.uid(), peer.pid(), path, uid);
-                    posix.close(fd);
-                    continue;
-                }
+                peer = posix.peer(fd);
             } catch (Posix.ErrnoException e) {
                 posix.close(fd);
                 continue;
             }
-            if (connections.size() >= MAX_CONNECTIONS) {
-                drop(connections.getFirst(), "a newer supervisor connected");
+            if (peer.uid() != uid) {
+                refuse(fd, now, "pid " + peer.pid() + " runs as UID " + peer.uid() + ", and only warden's UID (" + uid
+                        + ") may connect");
+            } else if (supervisor != null && !replacesTheSupervisor()) {
+                refuse(fd, now, "lilbee's supervisor (pid " + supervisor.peer.pid() + ") is connected, and speaks for lilbee's"
+                        + " container alone until it leaves; pid " + peer.pid() + " connected beside it");
+            } else if (pending.size() >= MAX_PENDING) {
+                refuse(fd, now, MAX_PENDING + " connections have not said hello yet; pid " + peer.pid() + " connected too");
+            } else {
+                pending.add(new Connection(fd, peer, now));
             }
-            Connection connection = new Connection(fd);
-            connections.add(connection);
-            send(connection, "hello " + PROTOCOL + " " + now.nanos() + "\n", -1);
         }
     }
 
-    private void read(Connection connection) {
-        while (connections.contains(connection)) {
+    /**
+     * Puts this warden's socket back at the path when another file is there: a process that can write the directory
+     * (lilbee's container, where a runtime ignores its read-only mount) can rename one of its own over it, and a
+     * supervisor that reconnects would never reach warden again. It does not believe what it finds there (it is not
+     * warden), but it must find warden. The supervisor connected stays connected: its socket is not the path's.
+     */
+    private void keepThePath(Moment now) {
+        try {
+            if (socketFile.equals(posix.statAt(Posix.AT_FDCWD, path.toString()).id())) {
+                return;
+            }
+        } catch (Posix.ErrnoException e) {
+            // none there: put it back
+        }
+        try {
+            Listening fresh = listen(posix, path, bound);
+            posix.close(listener);
+            listener = fresh.fd();
+            socketFile = fresh.file();
+            if (replacedLoggedAt == null || now.since(replacedLoggedAt).compareTo(REFUSALS_LOGGED_EVERY) >= 0) {
+                replacedLoggedAt = now;
+                LOG.warnf("The switch socket %s had been replaced or removed (a process of warden's UID that can write %s):"
+                        + " warden's is back", path, path.getParent());
+            }
+        } catch (IOException e) {
+            LOG.warnf("The switch socket %s was replaced, and warden's cannot be put back: %s", path, e.getMessage());
+        }
+    }
+
+    /**
+     * Whether a peer that connects and says hello while the supervisor is connected takes its place: never, the first
+     * speaks for lilbee's container until it leaves. A switch where the newest spoke would let any process of lilbee's
+     * container push the supervisor off it, and be told what only the supervisor may hear.
+     */
+    boolean replacesTheSupervisor() {
+        return false;
+    }
+
+    /** Closes a connection at once, logged at most every {@link #REFUSALS_LOGGED_EVERY} with how many since. */
+    private void refuse(int fd, Moment now, String why) {
+        posix.close(fd);
+        refusedSinceLogged++;
+        if (refusalLoggedAt == null || now.since(refusalLoggedAt).compareTo(REFUSALS_LOGGED_EVERY) >= 0) {
+            LOG.warnf("The switch socket %s refused a connection: %s%s", path, why,
+                    refusedSinceLogged > 1 ? " (" + (refusedSinceLogged - 1) + " more refused since the last said)" : "");
+            refusalLoggedAt = now;
+            refusedSinceLogged = 0;
+        }
+    }
+
+    private void read(Connection connection, Moment now) {
+        while (isOpen(connection)) {
             Posix.Received received;
             try {
                 received = posix.receive(connection.fd, 1024);
@@ -267,62 +383,68 @@ public final class LilbeeSwitch implements AutoCloseable {
             if (received == null) {
                 return;
             }
+            // Nothing passed to warden is kept: the gate lock goes from warden, never to it.
+            for (int fd : received.fds()) {
+                posix.close(fd);
+            }
             if (received.bytes().length == 0) {
-                closeAll(received.fds());
                 drop(connection, "it closed the connection");
                 return;
             }
-            List<Integer> fds = new ArrayList<>();
-            for (int fd : received.fds()) {
-                fds.add(fd);
-            }
             connection.in.append(new String(received.bytes(), StandardCharsets.US_ASCII));
             int newline;
-            while ((newline = connection.in.indexOf("\n")) >= 0) {
+            while (isOpen(connection) && (newline = connection.in.indexOf("\n")) >= 0) {
                 String line = connection.in.substring(0, newline);
                 connection.in.delete(0, newline + 1);
-                hear(connection, line, fds);
+                hear(connection, line, now);
             }
-            closeAll(fds.stream().mapToInt(Integer::intValue).toArray());
             if (connection.in.length() > MAX_LINE) {
                 drop(connection, "a line longer than " + MAX_LINE + " bytes");
             }
         }
     }
 
-    private void hear(Connection connection, String line, List<Integer> fds) {
+    private boolean isOpen(Connection connection) {
+        return connection == supervisor || pending.contains(connection);
+    }
+
+    private void hear(Connection connection, String line, Moment now) {
         String[] words = line.trim().split(" ");
+        if (connection != supervisor) {
+            greet(connection, words, now);
+            return;
+        }
         try {
             switch (words[0]) {
-                case "hello" -> {
-                    if (words.length >= 2 && Integer.parseInt(words[1]) == PROTOCOL) {
-                        connection.greeted = true;
-                    } else {
-                        drop(connection, "it speaks another version of the switch's protocol");
-                    }
-                }
+                case "hello" -> send(connection, "hello " + PROTOCOL + " " + now.nanos() + "\n", -1);
                 case "lilbee" -> {
                     Report last = connection.report.orElse(Report.NOTHING);
                     if (words.length == 2 && words[1].equals("none")) {
-                        connection.report = Optional.of(new Report(Optional.empty(), last.permit(), last.warm()));
+                        connection.report = Optional.of(last.with(Optional.empty()));
                     } else if (words.length == 4) {
-                        connection.report = Optional.of(new Report(Optional.of(new Running(Long.parseLong(words[1]),
-                                Long.parseLong(words[2]), new Moment(Long.parseLong(words[3])))), last.permit(), last.warm()));
+                        connection.report = Optional.of(last.with(Optional.of(new Running(Long.parseLong(words[1]),
+                                Long.parseLong(words[2]), new Moment(Long.parseLong(words[3]))))));
                     }
                 }
                 case "permit" -> {
                     if (words.length == 2) {
                         long until = Long.parseLong(words[1]);
-                        Report last = connection.report.orElse(Report.NOTHING);
-                        connection.report = Optional.of(new Report(last.lilbee(), until == 0 ? Optional.empty()
-                                : Optional.of(new Moment(until)), last.warm()));
+                        connection.report = Optional.of(connection.report.orElse(Report.NOTHING)
+                                .withPermit(until == 0 ? Optional.empty() : Optional.of(new Moment(until))));
                     }
                 }
                 case "warm" -> {
                     if (words.length == 2) {
-                        Report last = connection.report.orElse(Report.NOTHING);
-                        connection.report = Optional.of(new Report(last.lilbee(), last.permit(),
+                        connection.report = Optional.of(connection.report.orElse(Report.NOTHING).withWarm(
                                 words[1].equals("none") ? OptionalLong.empty() : OptionalLong.of(Long.parseLong(words[1]))));
+                    }
+                }
+                case "gate" -> {
+                    if (words.length == 2 && words[1].equals("none")) {
+                        connection.report = Optional.of(connection.report.orElse(Report.NOTHING).withGate(Optional.empty()));
+                    } else if (words.length == 3) {
+                        connection.report = Optional.of(connection.report.orElse(Report.NOTHING).withGate(Optional.of(
+                                new FileId(Long.parseLong(words[1]), Long.parseLong(words[2])))));
                     }
                 }
                 case "stopped" -> {
@@ -331,13 +453,10 @@ public final class LilbeeSwitch implements AutoCloseable {
                     }
                 }
                 case "exiting" -> connection.exiting = true;
-                case "step-down" -> stepDownHeard |= connection.greeted;
-                case "gate" -> {
-                    if (connection.greeted && !fds.isEmpty()) {
-                        if (offeredGate >= 0) {
-                            posix.close(offeredGate);
-                        }
-                        offeredGate = fds.removeFirst();
+                case "step-down" -> {
+                    if (!connection.terminating) {
+                        connection.terminating = true;
+                        stepDownHeard = OptionalLong.of(connection.peer.pid());
                     }
                 }
                 default -> {
@@ -346,6 +465,33 @@ public final class LilbeeSwitch implements AutoCloseable {
             }
         } catch (NumberFormatException e) {
             // a report that does not parse says nothing
+        }
+    }
+
+    /** A connection's first words: a hello of this protocol makes it the supervisor, if none is; nothing else counts. */
+    private void greet(Connection connection, String[] words, Moment now) {
+        if (!words[0].equals("hello")) {
+            return;
+        }
+        pending.remove(connection);
+        if (words.length < 2 || !words[1].equals(Integer.toString(PROTOCOL))) {
+            pending.add(connection);
+            drop(connection, "it speaks another version of the switch's protocol");
+            return;
+        }
+        if (supervisor != null && !replacesTheSupervisor()) {
+            pending.add(connection);
+            drop(connection, "lilbee's supervisor (pid " + supervisor.peer.pid() + ") said hello first");
+            return;
+        }
+        if (supervisor != null) {
+            drop(supervisor, "pid " + connection.peer.pid() + " said hello since");
+        }
+        supervisor = connection;
+        LOG.infof("lilbee's supervisor (pid %d) connected to the switch socket", connection.peer.pid());
+        send(connection, "hello " + PROTOCOL + " " + now.nanos() + "\n", -1);
+        for (Connection other : List.copyOf(pending)) {
+            drop(other, "lilbee's supervisor (pid " + connection.peer.pid() + ") said hello first");
         }
     }
 
@@ -390,18 +536,14 @@ public final class LilbeeSwitch implements AutoCloseable {
     }
 
     private void drop(Connection connection, String why) {
-        if (connections.remove(connection)) {
+        if (connection == supervisor) {
+            supervisor = null;
+            lastLeftExiting = connection.exiting;
             posix.close(connection.fd);
-            if (connection.greeted) {
-                lastLeftExiting = connection.exiting;
-                LOG.infof("lilbee's supervisor left the switch socket (%s)", why);
-            }
-        }
-    }
-
-    private void closeAll(int[] fds) {
-        for (int fd : fds) {
-            posix.close(fd);
+            LOG.infof("lilbee's supervisor (pid %d) left the switch socket (%s)", connection.peer.pid(), why);
+        } else if (pending.remove(connection)) {
+            posix.close(connection.fd);
+            LOG.debugf("A connection of pid %d to the switch socket closed (%s)", connection.peer.pid(), why);
         }
     }
 
@@ -423,20 +565,22 @@ public final class LilbeeSwitch implements AutoCloseable {
         return line.toString();
     }
 
-    /** Stops listening, lets every supervisor go, and takes the socket away if it is still this warden's. */
+    /** Stops listening, lets every connection go, and takes the socket away if it is still this warden's. */
     @Override
     public void close() {
-        for (Connection connection : List.copyOf(connections)) {
+        for (Connection connection : List.copyOf(pending)) {
             drop(connection, "warden stops");
         }
-        takeOfferedGate().ifPresent(posix::close);
+        if (supervisor != null) {
+            drop(supervisor, "warden stops");
+        }
         posix.close(listener);
         try {
-            if (socketFile.isPresent() && socketFile.equals(ProcLocks.idOf(path))) {
-                Files.deleteIfExists(path);
+            if (socketFile.equals(posix.statAt(Posix.AT_FDCWD, path.toString()).id())) {
+                posix.unlinkAt(Posix.AT_FDCWD, path.toString());
             }
-        } catch (IOException e) {
-            // left behind: the next warden replaces it
+        } catch (Posix.ErrnoException e) {
+            // gone, or left behind: the next warden replaces it
         }
     }
 }

@@ -34,6 +34,14 @@ public record Observation(Moment now, Gate gate, Optional<Lease> lease, Optional
         }
 
         /**
+         * It held a lock on {@code file} through a descriptor it still has, and the lock is gone: some process with a
+         * descriptor of the same open file (the lilbee it was passed to, or one that took it from lilbee) unlocked it.
+         * Never held from here: another pod may be elected already.
+         */
+        record Lost(FileId file) implements Gate {
+        }
+
+        /**
          * It cannot be taken at all ({@code why} names the path and the fix): tried again in file mode; in lease mode
          * (a volume that cannot lock) the Lease alone elects.
          */
@@ -75,8 +83,15 @@ public record Observation(Moment now, Gate gate, Optional<Lease> lease, Optional
      * @param permit the end of the permit it holds, when it holds one (given by this warden or by its previous run)
      * @param stopDone whether it answered the last stop said as done, every word said before it heard: no lilbee runs
      *     and it holds no permit
+     * @param gate the gate file whose lock it holds for its lilbee (a start's descriptor, which it keeps for as long as
+     *     that lilbee lives, and which lilbee dies with it), if any
      */
-    public record Supervisor(boolean connected, Optional<Lilbee> lilbee, Optional<Moment> permit, boolean stopDone) {
+    public record Supervisor(boolean connected, Optional<Lilbee> lilbee, Optional<Moment> permit, boolean stopDone,
+            Optional<FileId> gate) {
+
+        public Supervisor(boolean connected, Optional<Lilbee> lilbee, Optional<Moment> permit, boolean stopDone) {
+            this(connected, lilbee, permit, stopDone, Optional.empty());
+        }
 
         public Supervisor(boolean connected, Optional<Lilbee> lilbee, Optional<Moment> permit) {
             this(connected, lilbee, permit, false);
@@ -93,9 +108,22 @@ public record Observation(Moment now, Gate gate, Optional<Lease> lease, Optional
 
     /**
      * The lilbee this pod's supervisor runs: pid and start time (which name the instance), when the supervisor started
-     * it, and which of the files asked about it holds an exclusive flock on through a descriptor of its own (its
-     * {@code /proc/<pid>/fdinfo}).
+     * it, which of the files asked about it holds an exclusive flock on through a descriptor of its own (its
+     * {@code /proc/<pid>/fdinfo}), and which it has a descriptor of at all (those it holds among them).
      */
-    public record Lilbee(long pid, long startTicks, Moment launched, Set<FileId> holds) {
+    public record Lilbee(long pid, long startTicks, Moment launched, Set<FileId> holds, Set<FileId> opens) {
+
+        /** One whose every descriptor of the files asked about holds its lock. */
+        public Lilbee(long pid, long startTicks, Moment launched, Set<FileId> holds) {
+            this(pid, startTicks, launched, holds, holds);
+        }
+    }
+
+    /**
+     * Whether this pod's supervisor holds the gate file at the path for a lilbee that runs (a warden restarted beside
+     * them holds no descriptor of it: the supervisor gives it to nobody).
+     */
+    public boolean supervisorHoldsTheGate() {
+        return gateAtPath.isPresent() && supervisor.gate().equals(gateAtPath) && supervisor.lilbee().isPresent();
     }
 }

@@ -5,7 +5,6 @@ import java.nio.file.AccessDeniedException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -50,7 +49,7 @@ public final class CheckedDir implements AutoCloseable {
         Path expected = dir.toAbsolutePath().normalize();
         int fd = openDirectory(posix, Posix.AT_FDCWD, expected.toString(), expected);
         try {
-            if (!Files.readSymbolicLink(PROC_FD.resolve(Integer.toString(fd))).equals(expected)) {
+            if (!posix.pathOf(fd).equals(expected)) {
                 throw new Posix.ErrnoException("open(" + expected + ")", Errno.ELOOP,
                         "a directory on its way is a symbolic link, or was moved, since warden resolved the path");
             }
@@ -68,16 +67,21 @@ public final class CheckedDir implements AutoCloseable {
      * checks it. Failures are the exceptions {@code Files.createDirectories} throws, naming the path.
      */
     public static void createDirectories(Path dir) throws IOException {
+        createDirectories(NativePosix.shared(), dir);
+    }
+
+    /** {@link #createDirectories(Path)} with {@code posix}. */
+    public static void createDirectories(Posix posix, Path dir) throws IOException {
         Path target = dir.toAbsolutePath().normalize();
         Path existing = target;
         List<String> missing = new ArrayList<>();
-        while (existing.getParent() != null && !Files.exists(existing, LinkOption.NOFOLLOW_LINKS)) {
+        while (existing.getParent() != null && !exists(posix, existing)) {
             missing.addFirst(existing.getFileName().toString());
             existing = existing.getParent();
         }
         Path at = existing;
         try {
-            CheckedDir current = open(existing);
+            CheckedDir current = open(posix, existing);
             try {
                 for (String name : missing) {
                     at = at.resolve(name);
@@ -101,6 +105,16 @@ public final class CheckedDir implements AutoCloseable {
                 case Errno.ENOENT -> new NoSuchFileException(at.toString());
                 default -> new FileSystemException(at.toString(), null, e.getMessage());
             };
+        }
+    }
+
+    /** Whether anything is at {@code path}, a link not followed. */
+    private static boolean exists(Posix posix, Path path) {
+        try {
+            posix.statAt(Posix.AT_FDCWD, path.toString());
+            return true;
+        } catch (Posix.ErrnoException e) {
+            return e.errno() != Errno.ENOENT;
         }
     }
 

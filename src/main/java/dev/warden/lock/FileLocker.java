@@ -53,7 +53,7 @@ public final class FileLocker {
      */
     public Optional<HeldLock> tryLockCreatingDirs(Path path) throws LockException {
         try {
-            CheckedDir.createDirectories(path.getParent());
+            CheckedDir.createDirectories(posix, path.getParent());
         } catch (IOException e) {
             throw new LockException("Cannot create " + path.getParent() + " (" + e + "): warden needs it to hold "
                     + path.getFileName() + ". Check the volume and its permissions.", e);
@@ -62,22 +62,69 @@ public final class FileLocker {
     }
 
     /**
-     * {@link #lock} on a thread of its own, for a keeper that must go on turning while it waits. If
-     * the future is cancelled first (warden stops), a lock won afterwards is let go at once.
+     * {@link #lock}, the wait in the kernel off the caller's thread ({@link Posix#lockWhenFree}), for a keeper that must
+     * go on turning while it waits. If the future is cancelled first (warden stops), a lock won afterwards is let go at
+     * once.
      */
     public CompletableFuture<HeldLock> lockInBackground(Path path) {
         CompletableFuture<HeldLock> attempt = new CompletableFuture<>();
-        Thread.ofPlatform().daemon().name("warden-lock-wait").start(() -> {
-            try {
-                HeldLock lock = lock(path);
-                if (!attempt.complete(lock)) {
-                    lock.close();
-                }
-            } catch (LockException | RuntimeException e) {
-                attempt.completeExceptionally(e);
-            }
-        });
+        lockInBackground(path, attempt, 0);
         return attempt;
+    }
+
+    /** One try of {@link #acquire}'s loop: a win now, a wait in the kernel, or a failure; a win on a replaced file tries again. */
+    private void lockInBackground(Path path, CompletableFuture<HeldLock> attempt, int unwaitedReplacements) {
+        if (unwaitedReplacements >= MAX_REPLACED_RETRIES) {
+            attempt.completeExceptionally(replacedTooOften(path));
+            return;
+        }
+        int fd;
+        try {
+            fd = openToLock(path);
+        } catch (IOException e) {
+            attempt.completeExceptionally(openFailure(path, e));
+            return;
+        }
+        try {
+            posix.lockExclusive(fd, false);
+            won(path, fd, attempt, unwaitedReplacements + 1);
+        } catch (Posix.ErrnoException e) {
+            if (!isContention(e.errno())) {
+                posix.close(fd);
+                attempt.completeExceptionally(lockFailure(path, e));
+                return;
+            }
+            posix.lockWhenFree(fd).whenComplete((granted, failure) -> {
+                if (failure != null) {
+                    posix.close(fd);
+                    attempt.completeExceptionally(failure instanceof Posix.ErrnoException errno ? lockFailure(path, errno) : failure);
+                } else {
+                    won(path, fd, attempt, 0);
+                }
+            });
+        }
+    }
+
+    /** The lock on {@code fd} is this open file's: held, if it is the file at the path and still wanted; else let go. */
+    private void won(Path path, int fd, CompletableFuture<HeldLock> attempt, int unwaitedReplacements) {
+        FileId locked;
+        try {
+            locked = posix.fstat(fd).id();
+        } catch (Posix.ErrnoException e) {
+            posix.close(fd);
+            attempt.completeExceptionally(new LockException("Cannot check lock file " + path + " after locking it: "
+                    + e.getMessage(), e));
+            return;
+        }
+        if (!locked.equals(currentId(path))) {
+            posix.close(fd);
+            replacedFileRetries.increment();
+            lockInBackground(path, attempt, unwaitedReplacements);
+            return;
+        }
+        if (!attempt.complete(new HeldLock(posix, path, fd, locked))) {
+            posix.close(fd);
+        }
     }
 
     /** {@link #awaitRelease} on a thread of its own: completes when the holder of {@code path} lets go or dies. */
@@ -186,25 +233,6 @@ public final class FileLocker {
         }
     }
 
-    /**
-     * Takes over descriptor {@code fd}, another process's open file of {@code path} (passed over a Unix socket), as a lock
-     * this process holds: when it is the file at the path and its exclusive flock is this open file's (or free, and
-     * now taken). Otherwise the descriptor is closed and nothing is held.
-     */
-    public Optional<HeldLock> adopt(int fd, Path path) {
-        try {
-            FileId id = posix.fstat(fd).id();
-            if (id.equals(posix.statAt(Posix.AT_FDCWD, path.toString()).id())) {
-                posix.lockExclusive(fd, false);
-                return Optional.of(new HeldLock(posix, path, fd, id));
-            }
-        } catch (Posix.ErrnoException e) {
-            // not the file at the path, or its lock is another open file's
-        }
-        posix.close(fd);
-        return Optional.empty();
-    }
-
     /** How often a won lock turned out to be on a file no longer at its path (for metrics and tests). */
     public long replacedFileRetries() {
         return replacedFileRetries.sum();
@@ -254,7 +282,11 @@ public final class FileLocker {
             replacedFileRetries.increment();
             unwaitedReplacements = waited ? 0 : unwaitedReplacements + 1;
         }
-        throw new LockException("Lock file " + path + " was replaced " + MAX_REPLACED_RETRIES
+        throw replacedTooOften(path);
+    }
+
+    private static LockException replacedTooOften(Path path) {
+        return new LockException("Lock file " + path + " was replaced " + MAX_REPLACED_RETRIES
                 + " times in a row while warden locked it. Something keeps deleting it: stop that process"
                 + " (lilbee never deletes it; filelock 3.21 to 3.29 did, so upgrade filelock).");
     }

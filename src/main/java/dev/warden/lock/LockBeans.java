@@ -26,6 +26,12 @@ public class LockBeans {
 
     @Produces
     @Singleton
+    ProcFs procFs() {
+        return new SystemProcFs();
+    }
+
+    @Produces
+    @Singleton
     ProcLocks procLocks() {
         return new ProcLocks();
     }

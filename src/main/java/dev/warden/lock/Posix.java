@@ -1,11 +1,17 @@
 package dev.warden.lock;
 
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.EnumSet;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 
 /**
- * The few libc calls warden's locks and its reads of the shared volume are made of. One
- * implementation ({@link NativePosix}) reaches libc through the FFM API; tests pass fakes to reach
- * error paths no local filesystem produces.
+ * The few libc calls warden's locks, its reads of the shared volume and the gate's switch socket are made of. One
+ * implementation ({@link NativePosix}) reaches libc through the FFM API; tests pass fakes to reach error paths no local
+ * filesystem produces, and the gate's simulation a kernel of its own, under the very classes that call these.
  *
  * <p>Every open is relative to a directory descriptor, never follows a symbolic link in its last
  * component, never blocks on a FIFO and never leaks into a child process: a neighbour on the volume
@@ -33,6 +39,41 @@ public interface Posix {
 
     /** {@code flock(fd, LOCK_EX | LOCK_NB)} when {@code wait} is false, {@code LOCK_EX} otherwise. */
     void lockExclusive(int fd, boolean wait) throws ErrnoException;
+
+    /**
+     * {@code flock(fd, LOCK_EX)} waited for in the kernel off the caller's thread: completes once the lock is this open
+     * file's, or exceptionally with the errno. The wait ends the instant the holder lets go or dies.
+     */
+    default CompletableFuture<Void> lockWhenFree(int fd) {
+        CompletableFuture<Void> granted = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().name("warden-lock-wait").start(() -> {
+            try {
+                lockExclusive(fd, true);
+                granted.complete(null);
+            } catch (ErrnoException | RuntimeException e) {
+                granted.completeExceptionally(e);
+            }
+        });
+        return granted;
+    }
+
+    /** {@code chmod(path, mode)}: a socket warden listens on made its UID's alone. */
+    default void chmod(Path path, int mode) throws IOException {
+        Set<PosixFilePermission> permissions = EnumSet.noneOf(PosixFilePermission.class);
+        PosixFilePermission[] bits = PosixFilePermission.values();
+        for (int bit = 0; bit < bits.length; bit++) {
+            // OWNER_READ first, OTHERS_EXECUTE last: from 0400 down to 01.
+            if ((mode & (0400 >> bit)) != 0) {
+                permissions.add(bits[bit]);
+            }
+        }
+        Files.setPosixFilePermissions(path, permissions);
+    }
+
+    /** The path the kernel names an open descriptor by ({@code /proc/self/fd/<fd>}): where a directory opened now is. */
+    default Path pathOf(int fd) throws IOException {
+        return Files.readSymbolicLink(Path.of("/proc/self/fd", Integer.toString(fd)));
+    }
 
     /** {@code flock(fd, LOCK_UN)}: the lock on the open file ends, for every process holding a descriptor of it. */
     void unlock(int fd) throws ErrnoException;

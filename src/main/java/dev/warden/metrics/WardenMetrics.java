@@ -119,6 +119,10 @@ public class WardenMetrics {
                 .description("1 once this pod's lilbee may run (gate mode)").tags(labels).register(meters);
         Gauge.builder("warden.gate.serving", this, m -> m.gate.snapshot().serving() ? 1.0 : 0.0)
                 .description("1 while this pod's lilbee holds server.lock (gate mode)").tags(labels).register(meters);
+        FunctionCounter.builder("warden.gate.lock.lost", gate, GateKeeper::lostGateLocks)
+                .description("Times the gate lock this warden held vanished under it: unlocked through a descriptor of its"
+                        + " open file that another process has (gate mode); each stops this pod's lilbee")
+                .tags(labels).register(meters);
         Gauge.builder("warden.gate.sees.pod.processes", () -> GateKeeper.seesPodProcesses() ? 1 : 0)
                 .description("0 when warden is PID 1 of a PID namespace of its own, where it can never see its pod's"
                         + " lilbee, so this pod can never serve (set shareProcessNamespace: true)")

@@ -7,6 +7,7 @@ import dev.warden.gate.GateTimings;
 import dev.warden.gate.MonotonicClock;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.NativePosix;
+import dev.warden.lock.SystemProcFs;
 import dev.warden.lock.ProcLocks;
 import dev.warden.testing.Await;
 import dev.warden.testing.Peer;
@@ -71,7 +72,7 @@ class GateRoundBench {
         try (Peer neighbour = flood > 0 ? Peer.lockFlood(dir.resolve("flood"), flood) : null) {
             long lines = own + flood;
             Path socket = dir.resolve("run-" + flood).resolve("switch.sock");
-            GateKeeper keeper = new GateKeeper(new GateKeeper.Edges(new FileLocker(posix), posix, processes, new ProcLocks(),
+            GateKeeper keeper = new GateKeeper(new GateKeeper.Edges(new FileLocker(posix), posix, new SystemProcFs(), new ProcLocks(),
                     MonotonicClock.SYSTEM, InstantSource.system(), socket, Integer.parseInt(FileLocker.currentUid()), POLL,
                     Duration.ofMillis(100)), new GateTimings(Duration.ofSeconds(10), Duration.ofSeconds(5), Duration.ofSeconds(2),
                             Duration.ofSeconds(4), Duration.ofMinutes(1), Optional.empty()));

@@ -127,6 +127,14 @@ public final class PodChecks {
             }
         }
         assertEquals(java.util.List.of("warden", "lilbee"), mounting, "who mounts the switch's volume");
+        for (JsonNode container : pod.path("containers")) {
+            for (JsonNode mount : container.path("volumeMounts")) {
+                if (mount.path("name").asText().equals("warden-switch")) {
+                    assertTrue(mount.path("readOnly").asBoolean(), "lilbee's container can put no socket of its own at the"
+                            + " switch's path: " + mount);
+                }
+            }
+        }
     }
 
     static void assertHonoursTheProtocol(JsonNode deployment) {

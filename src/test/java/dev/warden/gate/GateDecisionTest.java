@@ -77,10 +77,17 @@ class GateDecisionTest {
         return new Observation(o.now(), o.gate(), Optional.of(lease), o.gateAtPath(), o.server(), o.supervisor());
     }
 
+    /**
+     * This pod's lilbee, running: {@code holds} lists the server.lock files it holds, and the gate file (GATE or
+     * NEW_GATE) its supervisor holds the lock of for it, if either is among them.
+     */
     static Observation lilbee(Observation o, long pid, Moment launched, FileId... holds) {
+        Set<FileId> files = new java.util.HashSet<>(Set.of(holds));
+        Optional<FileId> gate = Stream.of(GATE, NEW_GATE).filter(files::remove).findFirst();
         return new Observation(o.now(), o.gate(), o.lease(), o.gateAtPath(),
                 new Observation.Server(o.server().atPath(), Optional.empty(), Optional.empty()),
-                new Observation.Supervisor(true, Optional.of(new Observation.Lilbee(pid, 7, launched, Set.of(holds)))));
+                new Observation.Supervisor(true, Optional.of(new Observation.Lilbee(pid, 7, launched, Set.copyOf(files))),
+                        Optional.empty(), false, gate));
     }
 
     static Observation at(Observation o, Moment now) {

@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.config.LilbeePaths;
-import dev.warden.engine.ProcessTable;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.NativePosix;
+import dev.warden.lock.SystemProcFs;
 import dev.warden.lock.ProcLocks;
 import dev.warden.testing.Await;
 import dev.warden.testing.Peer;
@@ -59,7 +59,7 @@ class GateKeeperTest {
 
     private GateKeeper keeper(String pod) throws Exception {
         NativePosix posix = new NativePosix();
-        GateKeeper keeper = new GateKeeper(new GateKeeper.Edges(new FileLocker(posix), posix, new ProcessTable(), new ProcLocks(),
+        GateKeeper keeper = new GateKeeper(new GateKeeper.Edges(new FileLocker(posix), posix, new SystemProcFs(), new ProcLocks(),
                 MonotonicClock.SYSTEM, InstantSource.system(), socket(pod), Integer.parseInt(FileLocker.currentUid()),
                 Duration.ofMillis(50), Duration.ofMillis(100)), TIMINGS);
         keepers.add(keeper);
@@ -93,7 +93,7 @@ class GateKeeperTest {
     }
 
     @Test
-    void theElectedPodsLilbeeRunsHoldingTheGateLockAndTheStandbysNever() throws Exception {
+    void theElectedPodsLilbeeRunsUnderTheGateLockItsSupervisorKeepsAndTheStandbysNever() throws Exception {
         List<Pod> pods = servingAndStandby();
         GateKeeper a = pods.get(0).warden();
         Supervised lilbeeA = pods.get(0).lilbee();
@@ -101,13 +101,38 @@ class GateKeeperTest {
         Supervised lilbeeB = pods.get(1).lilbee();
         long servingPid = lilbeeA.serving().getFirst();
         assertEquals(servingPid, ((ServerLockState.InPod) a.snapshot().server()).pid());
-        assertTrue(KernelLook.holdsFlock(servingPid, paths.gateLock()), "lilbee holds warden's gate lock itself");
+        assertFalse(KernelLook.hasOpen(servingPid, paths.gateLock()), "lilbee is given no descriptor of the gate lock");
+        assertFalse(Peer.flockCanTake(paths.gateLock()), "locked while lilbee runs");
         assertEquals(List.of(), lilbeeB.serving(), "a standby's lilbee never starts");
 
         a.stop();
         Await.until("pod b serves once pod a's warden stopped it", () -> b.snapshot().serving());
         assertEquals(List.of(), lilbeeA.serving(), "pod a's lilbee was stopped");
         assertEquals(1, lilbeeB.serving().size());
+    }
+
+    /**
+     * The supervisor stalled and warden gone: the supervisor keeps the gate locked for lilbee; then SIGKILLed, lilbee dies
+     * with it (the kernel's SIGKILL as it exits, stalled or not), and the gate lock goes with both.
+     */
+    @Test
+    void lilbeeDiesWithItsSupervisorAndTheGateIsFreeOnlyThen() throws Exception {
+        GateKeeper a = keeper("a");
+        Supervised lilbeeA = lilbee("a");
+        Await.until("pod a serves", () -> a.snapshot().serving());
+        long servingPid = lilbeeA.serving().getFirst();
+        Peer.run(Duration.ofSeconds(5), "kill", "-STOP", Long.toString(lilbeeA.pid()));
+        a.stop();
+        assertFalse(Peer.flockCanTake(paths.gateLock()), "warden gone, the supervisor keeps the gate locked for lilbee");
+        Peer.run(Duration.ofSeconds(5), "kill", "-KILL", Long.toString(lilbeeA.pid()));
+        Await.until("lilbee gone with its supervisor", () -> !ProcessHandle.of(servingPid).map(ProcessHandle::isAlive).orElse(false));
+        Await.until("the gate free", () -> {
+            try {
+                return Peer.flockCanTake(paths.gateLock());
+            } catch (java.io.IOException | InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
     }
 
     /**
@@ -149,11 +174,13 @@ class GateKeeperTest {
         assertEquals(1, pods.stream().mapToInt(p -> p.lilbee().serving().size()).sum(), "one lilbee, on the new file");
     }
 
-    /** Looks at the kernel's word on one process's locks. */
+    /** Looks at the kernel's word on one process's descriptors. */
     static final class KernelLook {
-        static boolean holdsFlock(long pid, Path file) {
-            return !new LilbeeProof(new ProcessTable()).holds(pid, new ProcessTable().startTicks(pid).orElseThrow(),
-                    java.util.Set.of(ProcLocks.idOf(file).orElseThrow())).isEmpty();
+        static boolean hasOpen(long pid, Path file) {
+            SystemProcFs procs = new SystemProcFs();
+            return !new LilbeeProof(procs, MonotonicClock.SYSTEM).look(pid, procs.startTicks(pid).orElseThrow(),
+                    java.util.Set.of(ProcLocks.idOf(file).orElseThrow())).open().isEmpty();
         }
+
     }
 }

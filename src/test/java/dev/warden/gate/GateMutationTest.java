@@ -10,10 +10,11 @@ import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
 /**
- * The simulation finds each split brain found before, with its fix undone, one at a time: proof that it looks where
- * they were. Each mutation runs seed after seed until the invariant breaks, within {@code warden.sim.mutation-steps}
- * (40,000,000) steps; the violation found is printed with its seed (each was found within 24,000,000 when this was
- * written: the outlasting permit the rarest, since a new lilbee container's first lilbee waits for its liveness probe).
+ * The simulation finds what each fix keeps out, with that fix undone, one at a time: proof that it looks where the
+ * attacks were. Each mutation runs seed after seed until the simulation reports what the fix prevents (two lilbees
+ * serving, or no pod serving steadily, or a pod that can no longer serve, after the faults), within
+ * {@code warden.sim.mutation-steps} (40,000,000) steps; the violation found is printed with its seed and the steps it
+ * took (docs/development.md lists them).
  */
 class GateMutationTest {
 
@@ -22,7 +23,7 @@ class GateMutationTest {
     /** issue 21, first: a lock of any kind on server.lock, taken by any process of a standby pod, counted as its lilbee. */
     @Test
     void anyLockTakenForLilbee() {
-        finds(EnumSet.of(Sim.Mutation.ANY_LOCK_PROVES_LILBEE), GateDecision::new);
+        finds(EnumSet.of(Sim.Mutation.ANY_LOCK_PROVES_LILBEE), GateDecision::new, "two lilbees");
     }
 
     /** issue 21, second: a reset, then a restart of the serving warden; undone: the settle on a gate file new to a warden. */
@@ -33,7 +34,7 @@ class GateMutationTest {
             Optional<Moment> settleAtElection(GatePhase.Watch watch, Observation seen, Lilbee lilbee) {
                 return Optional.empty();
             }
-        });
+        }, "two lilbees");
     }
 
     /** issue 21, third: a Lease leader's lilbee outliving its lead; undone: no permit ends after the lead. */
@@ -44,19 +45,16 @@ class GateMutationTest {
             Moment permitEnd(Observation seen, Moment now) {
                 return now.plus(timings.permit());
             }
-        });
+        }, "two lilbees");
     }
 
-    /** This issue's first: server.lock renamed while warden is briefly down; undone: lilbee holding warden's gate lock. */
+    /** server.lock renamed while warden is briefly down; undone: the gate lock kept for lilbee while it lives. */
     @Test
-    void lilbeeWithoutTheGateLock() {
-        finds(EnumSet.of(Sim.Mutation.LILBEE_WITHOUT_THE_GATE_LOCK), GateDecision::new);
+    void aSupervisorThatDoesNotKeepTheGateLock() {
+        finds(EnumSet.of(Sim.Mutation.SUPERVISOR_WITHOUT_THE_GATE_LOCK), GateDecision::new, "two lilbees");
     }
 
-    /**
-     * This issue's second: a decoy on a deleted server.lock in the standby pod taken for its lilbee on a replaced file,
-     * and its pod started at once for it, skipping the settle.
-     */
+    /** A decoy on a deleted server.lock in the standby pod taken for its lilbee on a replaced file, skipping the settle. */
     @Test
     void aDecoyOnAReplacedFileTakenForLilbee() {
         finds(EnumSet.of(Sim.Mutation.DECOY_ON_A_REPLACED_FILE_PROVES_LILBEE), timings -> new GateDecision(timings) {
@@ -64,13 +62,13 @@ class GateMutationTest {
             Optional<Moment> settleAtElection(GatePhase.Watch watch, Observation seen, Lilbee lilbee) {
                 return seen.supervisor().lilbee().isPresent() ? Optional.empty() : super.settleAtElection(watch, seen, lilbee);
             }
-        });
+        }, "two lilbees");
     }
 
-    /** This issue's third: a squatter on warden's port, believed while warden is down; undone: the switch socket. */
+    /** A squatter on warden's port, believed while warden is down; undone: the switch socket. */
     @Test
     void aSupervisorThatBelievesThePort() {
-        finds(EnumSet.of(Sim.Mutation.SUPERVISOR_BELIEVES_THE_PORT), GateDecision::new);
+        finds(EnumSet.of(Sim.Mutation.SUPERVISOR_BELIEVES_THE_PORT), GateDecision::new, "two lilbees");
     }
 
     /**
@@ -84,35 +82,94 @@ class GateMutationTest {
             boolean mayLetGoAtStepDown(Observation seen, Moment permitsEnd) {
                 return true;
             }
-        });
+        }, "two lilbees");
     }
 
     /**
-     * The gate unlocked at a step-down for the serving lilbee at once, not once it has let server.lock go: a standby is
-     * elected while that lilbee still serves, and starts its own on a server.lock replaced meanwhile (a reset).
+     * The gate unlocked for a stepped-down lilbee once its lock on server.lock is gone, though it still has the file
+     * open: a neighbour that took its descriptor and unlocked it (pidfd_getfd) has a standby elected while that lilbee
+     * still serves. Undone: unlocked only once lilbee has closed server.lock.
      */
     @Test
-    void aGateUnlockedBeforeTheSteppedDownLilbeeLetServerLockGo() {
+    void aGateUnlockedForALilbeeWhoseLockWasTakenFromUnderIt() {
         finds(Sim.none(), timings -> new GateDecision(timings) {
             @Override
             LeavingState leavingNow(GatePhase.Leaving leaving, Observation seen) {
-                LeavingState state = super.leavingNow(leaving, seen);
-                return state == LeavingState.SERVING ? LeavingState.DONE_SERVING : state;
+                Optional<Observation.Lilbee> running = seen.supervisor().lilbee()
+                        .filter(l -> l.pid() == leaving.lilbee().pid() && l.startTicks() == leaving.lilbee().startTicks());
+                if (running.isEmpty()) {
+                    return LeavingState.GONE;
+                }
+                boolean locked = running.get().holds().contains(leaving.lilbee().file());
+                return !locked && seen.supervisor().gate().equals(Optional.of(leaving.gate())) ? LeavingState.DONE_SERVING
+                        : LeavingState.SERVING;
             }
-        });
+        }, "two lilbees");
     }
 
-    private static void finds(Set<Sim.Mutation> mutations, Function<GateTimings, GateDecision> decisions) {
-        String what = StackWalker.getInstance().walk(frames -> frames.skip(1).findFirst().orElseThrow().getMethodName());
+    /**
+     * Attack 1 of issue 48: a neighbour connecting beside the supervisor was heard, the newest speaking for lilbee's
+     * container and the supervisor let go for it. Undone: one supervisor per switch.
+     */
+    @Test
+    void theNewestConnectionSpeaksForLilbeesContainer() {
+        finds(Sim.none(), GateDecision::new, (posix, procs, path, uid) -> new LilbeeSwitch(posix, path, uid,
+                LilbeeSwitch.listen(posix, procs, path)) {
+            @Override
+            boolean replacesTheSupervisor() {
+                return true;
+            }
+        }, null);
+    }
+
+    /** Attack 1 of issue 48, the other half: a socket at the switch path believed for being there. Undone: who listens. */
+    @Test
+    void aSupervisorThatBelievesWhateverListensAtThePath() {
+        finds(EnumSet.of(Sim.Mutation.SUPERVISOR_BELIEVES_ANY_PEER), GateDecision::new, "two lilbees");
+    }
+
+    /** lilbee, whose descriptors a neighbour can take, given one of the gate lock. Undone: the supervisor's alone. */
+    @Test
+    void lilbeeHoldingTheGateLock() {
+        finds(EnumSet.of(Sim.Mutation.LILBEE_HOLDS_THE_GATE), GateDecision::new, "two lilbees");
+    }
+
+    /** A dumpable supervisor, whose gate lock a neighbour can take and unlock. Undone: it makes itself undumpable. */
+    @Test
+    void aDumpableSupervisor() {
+        finds(EnumSet.of(Sim.Mutation.SUPERVISOR_DUMPABLE), GateDecision::new, "two lilbees");
+    }
+
+    /** Attack 3 of issue 48: the health port taken on one family, the squatter answering the kubelet. Undone: it exits. */
+    @Test
+    void aSupervisorThatFallsBackOnATakenPort() {
+        finds(EnumSet.of(Sim.Mutation.SUPERVISOR_FALLS_BACK_ON_A_TAKEN_PORT), GateDecision::new, "two lilbees");
+    }
+
+    /** A hello read late distrusted warden for good, and its pod could never serve again. Undone: asked again. */
+    @Test
+    void aSupervisorThatDistrustsForGood() {
+        finds(EnumSet.of(Sim.Mutation.SUPERVISOR_DISTRUSTS_FOR_GOOD), GateDecision::new, "pods that cannot serve");
+    }
+
+    private static void finds(Set<Sim.Mutation> mutations, Function<GateTimings, GateDecision> decisions, String what) {
+        finds(mutations, decisions, LilbeeSwitch::open, what);
+    }
+
+    /** Runs seeds until a violation starting with {@code what} (any, when null) is found, or fails at the budget. */
+    private static void finds(Set<Sim.Mutation> mutations, Function<GateTimings, GateDecision> decisions,
+            Sim.Switches switches, String what) {
+        String test = StackWalker.getInstance().walk(frames -> frames.map(StackWalker.StackFrame::getMethodName)
+                .filter(name -> !name.equals("finds")).findFirst().orElseThrow());
         long steps = 0;
         for (long seed = 1; steps < BUDGET; seed++) {
-            Sim.Outcome outcome = Sim.run(seed, Long.MAX_VALUE, 60, mutations, decisions);
+            Sim.Outcome outcome = Sim.run(seed, Long.MAX_VALUE, 60, mutations, decisions, switches);
             steps += outcome.steps();
-            if (outcome.violation().isPresent() && outcome.violation().get().what().startsWith("two lilbees")) {
-                System.out.println("MUTATION " + what + " found after " + steps + " steps: " + outcome.violation().get().report());
+            if (outcome.violation().isPresent() && (what == null || outcome.violation().get().what().startsWith(what))) {
+                System.out.println("MUTATION " + test + " found after " + steps + " steps: " + outcome.violation().get().report());
                 return;
             }
         }
-        fail("the simulation did not find the split brain within " + steps + " steps");
+        fail("the simulation did not find what " + test + " lets in within " + steps + " steps");
     }
 }

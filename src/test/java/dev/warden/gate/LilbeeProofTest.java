@@ -4,9 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.warden.engine.ProcessTable;
 import dev.warden.lock.FileId;
+import dev.warden.lock.ProcFs;
 import dev.warden.lock.ProcLocks;
+import dev.warden.lock.SystemProcFs;
 import dev.warden.testing.Peer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,7 +19,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The proof that the process lilbee's supervisor names holds server.lock, against real locks of every kind the kernel
- * has: only an exclusive flock through its own descriptor counts.
+ * has: only an exclusive flock through its own descriptor counts; and which files it has open at all.
  */
 class LilbeeProofTest {
 
@@ -26,7 +27,7 @@ class LilbeeProofTest {
     Path dir;
 
     private Path lock;
-    private final ProcessTable processes = new ProcessTable();
+    private final SystemProcFs processes = new SystemProcFs();
 
     @BeforeEach
     void lockFile() throws Exception {
@@ -38,8 +39,16 @@ class LilbeeProofTest {
         return ProcLocks.idOf(lock).orElseThrow();
     }
 
+    private LilbeeProof proof() {
+        return new LilbeeProof(processes, MonotonicClock.SYSTEM);
+    }
+
+    private LilbeeProof.Holding look(Peer process, Set<FileId> wanted) {
+        return proof().look(process.pid(), processes.startTicks(process.pid()).orElseThrow(), wanted);
+    }
+
     private Set<FileId> holds(Peer process, Set<FileId> wanted) {
-        return new LilbeeProof(processes).holds(process.pid(), processes.startTicks(process.pid()).orElseThrow(), wanted);
+        return look(process, wanted).locked();
     }
 
     @Test
@@ -49,12 +58,15 @@ class LilbeeProofTest {
         }
     }
 
-    /** Anyone who can read server.lock can take these; none of them keeps lilbee out, so none proves lilbee. */
+    /**
+     * Anyone who can read server.lock can take these; none of them keeps lilbee out, so none proves lilbee. Each is a
+     * descriptor of the file all the same: open, as a lilbee whose lock another process unlocked has it.
+     */
     @Test
     void posixOfdAndSharedLocksNeverCountWhateverTheCommandLineSays() throws Exception {
         for (String kind : List.of("posix-read", "ofd-read", "flock-shared")) {
             try (Peer decoy = Peer.pythonLock(lock, kind, "/opt/lilbee/bin/lilbee", "serve")) {
-                assertEquals(Set.of(), holds(decoy, Set.of(id())), kind + " is no proof");
+                assertEquals(new LilbeeProof.Holding(Set.of(), Set.of(id())), look(decoy, Set.of(id())), kind + " is no proof");
             }
         }
     }
@@ -75,10 +87,10 @@ class LilbeeProofTest {
     void aHolderThatLetsGoIsDroppedAtTheNextLook() throws Exception {
         Peer lilbee = Peer.pythonLock(lock, "flock-exclusive");
         long ticks = processes.startTicks(lilbee.pid()).orElseThrow();
-        LilbeeProof proof = new LilbeeProof(processes);
-        assertEquals(Set.of(id()), proof.holds(lilbee.pid(), ticks, Set.of(id())));
+        LilbeeProof proof = proof();
+        assertEquals(new LilbeeProof.Holding(Set.of(id()), Set.of(id())), proof.look(lilbee.pid(), ticks, Set.of(id())));
         lilbee.kill();
-        assertEquals(Set.of(), proof.holds(lilbee.pid(), ticks, Set.of(id())));
+        assertEquals(LilbeeProof.Holding.NOTHING, proof.look(lilbee.pid(), ticks, Set.of(id())));
         assertFalse(proof.alive(lilbee.pid(), ticks));
     }
 
@@ -87,22 +99,32 @@ class LilbeeProofTest {
     void anotherInstanceUnderThePidProvesNothing() throws Exception {
         try (Peer lilbee = Peer.pythonLock(lock, "flock-exclusive")) {
             long ticks = processes.startTicks(lilbee.pid()).orElseThrow();
-            assertTrue(new LilbeeProof(processes).alive(lilbee.pid(), ticks));
-            assertEquals(Set.of(), new LilbeeProof(processes).holds(lilbee.pid(), ticks + 1, Set.of(id())));
+            assertTrue(proof().alive(lilbee.pid(), ticks));
+            assertEquals(LilbeeProof.Holding.NOTHING, proof().look(lilbee.pid(), ticks + 1, Set.of(id())));
+        }
+    }
+
+    /** A lilbee must descend from the supervisor that names it: a process of the pod it did not start proves nothing. */
+    @Test
+    void onlyADescendantOfTheSupervisorIsItsLilbee() throws Exception {
+        try (Peer lilbee = Peer.pythonLock(lock, "flock-exclusive")) {
+            assertTrue(proof().startedBy(lilbee.pid(), ProcessHandle.current().pid()), "this test started it");
+            assertFalse(proof().startedBy(ProcessHandle.current().pid(), lilbee.pid()), "it did not start this test");
+            assertFalse(proof().startedBy(lilbee.pid(), lilbee.pid()), "no process descends from itself");
         }
     }
 
     @Test
     void lockLinesAreReadAsTheKernelWritesThem() {
         FileId file = new FileId(0x2d, 1234); // major 0, minor 0x2d, as a tmpfs or overlay has
-        assertTrue(LilbeeProof.isExclusiveFlock("\t1: FLOCK  ADVISORY  WRITE 4242 00:2d:1234 0 EOF", file));
-        assertFalse(LilbeeProof.isExclusiveFlock("\t1: FLOCK  ADVISORY  READ 4242 00:2d:1234 0 EOF", file));
-        assertFalse(LilbeeProof.isExclusiveFlock("\t1: POSIX  ADVISORY  WRITE 4242 00:2d:1234 0 EOF", file));
-        assertFalse(LilbeeProof.isExclusiveFlock("\t1: OFDLCK ADVISORY  WRITE -1 00:2d:1234 0 EOF", file));
-        assertFalse(LilbeeProof.isExclusiveFlock("\t1: LEASE  ACTIVE    READ 4242 00:2d:1234 0 EOF", file));
-        assertFalse(LilbeeProof.isExclusiveFlock("\t1: -> FLOCK  ADVISORY  WRITE 4243 00:2d:1234 0 EOF", file));
-        assertFalse(LilbeeProof.isExclusiveFlock("\t1: FLOCK  ADVISORY  WRITE 4242 00:2d:1235 0 EOF", file),
+        assertTrue(ProcFs.isExclusiveFlock("\t1: FLOCK  ADVISORY  WRITE 4242 00:2d:1234 0 EOF", file));
+        assertFalse(ProcFs.isExclusiveFlock("\t1: FLOCK  ADVISORY  READ 4242 00:2d:1234 0 EOF", file));
+        assertFalse(ProcFs.isExclusiveFlock("\t1: POSIX  ADVISORY  WRITE 4242 00:2d:1234 0 EOF", file));
+        assertFalse(ProcFs.isExclusiveFlock("\t1: OFDLCK ADVISORY  WRITE -1 00:2d:1234 0 EOF", file));
+        assertFalse(ProcFs.isExclusiveFlock("\t1: LEASE  ACTIVE    READ 4242 00:2d:1234 0 EOF", file));
+        assertFalse(ProcFs.isExclusiveFlock("\t1: -> FLOCK  ADVISORY  WRITE 4243 00:2d:1234 0 EOF", file));
+        assertFalse(ProcFs.isExclusiveFlock("\t1: FLOCK  ADVISORY  WRITE 4242 00:2d:1235 0 EOF", file),
                 "another inode");
-        assertFalse(LilbeeProof.isExclusiveFlock("garbage", file));
+        assertFalse(ProcFs.isExclusiveFlock("garbage", file));
     }
 }

@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.gate.GateAction.Word;
+import dev.warden.lock.FileId;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.NativePosix;
+import dev.warden.lock.SystemProcFs;
 import dev.warden.testing.Await;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
@@ -14,6 +16,7 @@ import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
@@ -25,9 +28,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The switch's answer to "may the Lease go?": a stop counts as done only once every supervisor connected answered that
- * very stop, or said it exits with its lilbee gone; with none connected, only if the last to leave said so. A real
- * socket, a supervisor played by this test.
+ * The switch, a real socket, supervisors and neighbours played by this test: one supervisor per switch (the first to
+ * say hello, until it leaves; every other connection refused, never the supervisor dropped), its reports and its
+ * step-down alone heard, nothing passed to warden kept, each hello answered, and the socket put back at its path; and
+ * the answer to "may the Lease go?": a stop counts as done only once the supervisor answered that very stop, or said
+ * it exits with its lilbee gone; with none connected, only if the last to leave said so.
  */
 class LilbeeSwitchTest {
 
@@ -39,7 +44,8 @@ class LilbeeSwitchTest {
 
     @BeforeEach
     void listen() throws IOException {
-        lilbeeSwitch = LilbeeSwitch.open(new NativePosix(), dir.resolve("switch.sock"), Integer.parseInt(FileLocker.currentUid()));
+        lilbeeSwitch = LilbeeSwitch.open(new NativePosix(), new SystemProcFs(), dir.resolve("switch.sock"),
+                Integer.parseInt(FileLocker.currentUid()));
     }
 
     @AfterEach
@@ -49,14 +55,46 @@ class LilbeeSwitchTest {
 
     /** A supervisor, connected and greeted. */
     private SocketChannel supervisor() throws IOException {
-        SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX);
-        channel.connect(UnixDomainSocketAddress.of(dir.resolve("switch.sock")));
+        SocketChannel channel = connect();
         send(channel, "hello " + LilbeeSwitch.PROTOCOL + " 1");
         Await.until("the supervisor is greeted", () -> {
             lilbeeSwitch.poll(now);
             return lilbeeSwitch.connected();
         });
         return channel;
+    }
+
+    private SocketChannel connect() throws IOException {
+        SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX);
+        channel.connect(UnixDomainSocketAddress.of(dir.resolve("switch.sock")));
+        return channel;
+    }
+
+    /** What warden said on {@code channel} (polling meanwhile), until a line {@code until} accepts; empty if it closed. */
+    private String heard(SocketChannel channel, java.util.function.Predicate<String> until) throws IOException {
+        channel.configureBlocking(false);
+        StringBuilder text = new StringBuilder();
+        ByteBuffer buffer = ByteBuffer.allocate(4096);
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (System.nanoTime() < deadline) {
+            lilbeeSwitch.poll(now);
+            buffer.clear();
+            int read;
+            try {
+                read = channel.read(buffer);
+            } catch (IOException e) {
+                // Closed with what this test sent unread: a reset.
+                return text.toString();
+            }
+            if (read < 0) {
+                return text.toString();
+            }
+            text.append(new String(buffer.array(), 0, read, StandardCharsets.US_ASCII));
+            if (text.toString().lines().anyMatch(until)) {
+                return text.toString();
+            }
+        }
+        throw new AssertionError("warden said only: " + text);
     }
 
     private static void send(SocketChannel channel, String line) throws IOException {
@@ -90,8 +128,9 @@ class LilbeeSwitchTest {
                 lilbeeSwitch.poll(now);
                 return lilbeeSwitch.report().isPresent() && lilbeeSwitch.report().get().warm().isPresent();
             });
-            assertEquals(new LilbeeSwitch.Report(Optional.empty(), Optional.empty(), OptionalLong.of(4242)),
+            assertEquals(new LilbeeSwitch.Report(Optional.empty(), Optional.empty(), OptionalLong.of(4242), Optional.empty()),
                     lilbeeSwitch.report().get());
+            send(supervisor, "gate 66 1234");
             send(supervisor, "lilbee 4242 777 5000");
             send(supervisor, "permit 9000");
             send(supervisor, "warm none");
@@ -100,7 +139,8 @@ class LilbeeSwitchTest {
                 return lilbeeSwitch.report().get().warm().isEmpty();
             });
             assertEquals(new LilbeeSwitch.Report(Optional.of(new LilbeeSwitch.Running(4242, 777, new Moment(5000))),
-                    Optional.of(new Moment(9000)), OptionalLong.empty()), lilbeeSwitch.report().get());
+                    Optional.of(new Moment(9000)), OptionalLong.empty(), Optional.of(new FileId(66, 1234))),
+                    lilbeeSwitch.report().get());
             send(supervisor, "warm not-a-pid");
             send(supervisor, "lilbee none");
             Await.until("the last report", () -> {
@@ -158,6 +198,115 @@ class LilbeeSwitchTest {
             lilbeeSwitch.poll(now);
             assertFalse(lilbeeSwitch.stopDone());
             doneAfter(newer, "stopped 1");
+        }
+    }
+
+    /**
+     * Every process of lilbee's container can connect: the first to say hello is the supervisor until it leaves, and
+     * one that connects beside it is refused at once, never heard (its report, its step-down), and never the one
+     * dropped. Once the supervisor has left, the next to say hello is.
+     */
+    @Test
+    void oneSupervisorPerSwitchAndEveryOtherConnectionRefused() throws IOException {
+        try (SocketChannel supervisor = supervisor(); SocketChannel neighbour = connect()) {
+            send(supervisor, "lilbee 4242 777 5000");
+            send(neighbour, "hello " + LilbeeSwitch.PROTOCOL + " 2");
+            send(neighbour, "lilbee none");
+            send(neighbour, "step-down");
+            assertEquals("", heard(neighbour, line -> false), "refused: closed without a word");
+            Await.until("the supervisor's report", () -> {
+                lilbeeSwitch.poll(now);
+                return lilbeeSwitch.report().flatMap(LilbeeSwitch.Report::lilbee).isPresent();
+            });
+            assertEquals(OptionalLong.empty(), lilbeeSwitch.takeStepDown(), "a neighbour's step-down is not heard");
+            assertEquals(OptionalLong.of(ProcessHandle.current().pid()), lilbeeSwitch.supervisorPid(), "still the first");
+            supervisor.close();
+            Await.until("the supervisor has left", () -> {
+                lilbeeSwitch.poll(now);
+                return !lilbeeSwitch.connected();
+            });
+        }
+        try (SocketChannel next = supervisor()) {
+            assertTrue(lilbeeSwitch.connected(), "the next to say hello is the supervisor");
+        }
+    }
+
+    /** The supervisor's step-down is taken once a connection: it says it when SIGTERMed, and terminates. */
+    @Test
+    void aStepDownIsTakenOnceAConnection() throws IOException {
+        try (SocketChannel supervisor = supervisor()) {
+            send(supervisor, "step-down");
+            Await.until("the step-down", () -> {
+                lilbeeSwitch.poll(now);
+                return lilbeeSwitch.takeStepDown().equals(OptionalLong.of(ProcessHandle.current().pid()));
+            });
+            send(supervisor, "step-down");
+            send(supervisor, "stopped 0");
+            Await.until("the rest read", () -> {
+                lilbeeSwitch.poll(now);
+                return lilbeeSwitch.takeStepDown().isEmpty();
+            });
+            for (int i = 0; i < 20; i++) {
+                lilbeeSwitch.poll(now);
+                assertEquals(OptionalLong.empty(), lilbeeSwitch.takeStepDown(), "said again: not taken again");
+            }
+        }
+    }
+
+    /** Each hello is answered with warden's clock now: a supervisor that read one late asks again, and is answered. */
+    @Test
+    void everyHelloIsAnsweredWithTheClockNow() throws IOException {
+        try (SocketChannel supervisor = supervisor()) {
+            assertTrue(heard(supervisor, line -> line.startsWith("hello ")).contains("hello 1 " + now.nanos()));
+            now = now.plus(Duration.ofSeconds(3));
+            send(supervisor, "hello " + LilbeeSwitch.PROTOCOL + " 1");
+            assertTrue(heard(supervisor, line -> line.equals("hello 1 " + now.nanos())).contains("hello 1 " + now.nanos()));
+        }
+    }
+
+    /** A descriptor passed to warden is closed, never kept: the gate lock goes from warden, never to it. */
+    @Test
+    void nothingPassedToWardenIsKept() throws Exception {
+        long before;
+        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+            before = fds.count();
+        }
+        Path file = Files.writeString(dir.resolve("passed"), "");
+        Process supervisor = new ProcessBuilder("python3", "-c", String.join("\n",
+                "import socket, sys, time",
+                "s = socket.socket(socket.AF_UNIX)",
+                "s.connect(sys.argv[1])",
+                "f = open(sys.argv[2])",
+                "s.send(b'hello 1 1\\n')",
+                "socket.send_fds(s, [b'gate\\n'], [f.fileno()])",
+                "socket.send_fds(s, [b'start 1\\n'], [f.fileno()])",
+                "s.send(b'lilbee none\\n')",
+                "time.sleep(30)"), dir.resolve("switch.sock").toString(), file.toString()).inheritIO().start();
+        try {
+            Await.until("what it sent is read", () -> {
+                lilbeeSwitch.poll(now);
+                return lilbeeSwitch.report().isPresent();
+            });
+            long after;
+            try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+                after = fds.count();
+            }
+            assertEquals(before + 1, after, "the supervisor's connection, and no descriptor it passed");
+        } finally {
+            supervisor.destroyForcibly().waitFor();
+        }
+    }
+
+    /** A socket renamed over the switch's path (a writer of its directory) is replaced by warden's again. */
+    @Test
+    void theSocketIsPutBackWhenReplaced() throws Exception {
+        Path path = dir.resolve("switch.sock");
+        Files.delete(path);
+        Files.writeString(dir.resolve("squat"), "");
+        Files.move(dir.resolve("squat"), path);
+        lilbeeSwitch.poll(now);
+        try (SocketChannel supervisor = supervisor()) {
+            assertTrue(lilbeeSwitch.connected(), "warden listens at its path again");
         }
     }
 }

@@ -37,7 +37,7 @@ class LockStartupCheckTest {
 
     /** Not started: hold mode answers. */
     private final GateKeeper gate = new GateKeeper(new GateKeeper.Edges(new FileLocker(new NativePosix()), new NativePosix(),
-            new ProcessTable(), new ProcLocks(), MonotonicClock.SYSTEM, InstantSource.system(), Path.of("/nonexistent/switch.sock"),
+            new dev.warden.lock.SystemProcFs(), new ProcLocks(), MonotonicClock.SYSTEM, InstantSource.system(), Path.of("/nonexistent/switch.sock"),
             0, Duration.ofMillis(50), Duration.ofMillis(100)), new GateTimings(Duration.ofSeconds(10), Duration.ofSeconds(5),
                     Duration.ofSeconds(2), Duration.ofSeconds(4), Duration.ofMinutes(1), Optional.empty()));
 

@@ -1,6 +1,9 @@
 package dev.warden.simulation;
 
 import dev.warden.gate.GateDecision;
+import dev.warden.gate.LilbeeSwitch;
+import dev.warden.lock.Posix;
+import dev.warden.lock.ProcFs;
 import dev.warden.gate.GateTimings;
 import dev.warden.gate.Moment;
 import java.time.Duration;
@@ -20,13 +23,16 @@ import java.util.Set;
 import java.util.function.Function;
 
 /**
- * A seeded, single-threaded, deterministic model of gate mode: pods on one data dir, each with its warden (the real
- * {@link dev.warden.gate.GateRound} and {@link GateDecision} in a model of its edges), its lilbee supervisor (the
- * supervisor's rules, {@link SupervisorRules}) and lilbee, a kubelet with the chart's probes and back-offs, a kernel
- * with flock by open file and inode, a hostile neighbour in every pod, and in lease mode an API server that answers
- * late, stalls or refuses. Time is simulated: one event at a time, in order, each a step; after every step the
- * invariant is checked: never two lilbees holding an exclusive flock on a file that was this data dir's server.lock.
- * A run is chaos (faults at random) then quiet (faults undone); at its end exactly one pod must serve.
+ * A seeded, single-threaded, deterministic simulation of gate mode: pods on one data dir, each with its warden (the
+ * production gate, {@link dev.warden.gate.PodGate}, over a simulated kernel: {@link SimWarden}), its lilbee supervisor
+ * (the supervisor's rules, {@link SupervisorRules}, speaking the switch's protocol: {@link SimSupervisor}) and lilbee, a
+ * kubelet with the chart's probes and back-offs, a kernel with directories, descriptors, flock by open file and inode,
+ * Unix sockets and dumpability ({@link Kernel}), a hostile neighbour in every pod that also speaks the protocol
+ * ({@link SimNeighbour}), and in lease mode an API server that answers late, stalls or refuses. Time is simulated: one
+ * event at a time, in order, each a step; after every step the invariant is checked: never two lilbees serving on
+ * files that were this data dir's server.lock. A run is chaos (faults at random) then quiet (faults undone, but a
+ * neighbour of lilbee's container still speaking); through the last 100 s exactly one pod must serve, and every pod
+ * left must be ready to.
  *
  * <p>Everything random comes from the seed: a failure replays from it, step for step.
  */
@@ -36,25 +42,53 @@ public final class Sim {
     static final long SECOND = 1_000_000_000L;
     static final String GATE = "warden-gate.lock";
     static final String SERVER = "server.lock";
+    static final dev.warden.config.LilbeePaths PATHS = new dev.warden.config.LilbeePaths(java.nio.file.Path.of("/"),
+            java.nio.file.Path.of(Kernel.DATA), java.nio.file.Path.of(Kernel.DATA, "lancedb"), Optional.empty(), "the simulation");
+    /** How long the end of the quiet must serve steadily. */
+    private static final long STEADY = 100 * SECOND;
 
-    /** A fix of a split brain found before, undone, to show that the simulation finds that split brain again. */
+    /** A fix undone, to show that the simulation finds what it keeps out. */
     public enum Mutation {
         /** Any lock any process of the pod takes on server.lock proves this pod's lilbee (issue 21's first). */
         ANY_LOCK_PROVES_LILBEE,
-        /** The supervisor neither hands warden's gate lock to lilbee nor keeps it while lilbee runs. */
-        LILBEE_WITHOUT_THE_GATE_LOCK,
+        /** The supervisor does not keep warden's gate lock while lilbee runs. */
+        SUPERVISOR_WITHOUT_THE_GATE_LOCK,
         /** A process of the pod holding an exclusive flock on a deleted or renamed server.lock counts as its lilbee. */
         DECOY_ON_A_REPLACED_FILE_PROVES_LILBEE,
         /** lilbee's supervisor believes whoever answers on warden's management port (a squatter while warden is down). */
-        SUPERVISOR_BELIEVES_THE_PORT
+        SUPERVISOR_BELIEVES_THE_PORT,
+        /** The supervisor believes whatever listens at the switch path, of warden's UID (lilbee's container's too). */
+        SUPERVISOR_BELIEVES_ANY_PEER,
+        /** The supervisor gives the gate lock it holds to the warden it connects to. */
+        GATE_GIVEN_BACK,
+        /** lilbee, dumpable, is given a descriptor of the gate lock too. */
+        LILBEE_HOLDS_THE_GATE,
+        /** The supervisor is dumpable: a process of its UID can take its descriptors. */
+        SUPERVISOR_DUMPABLE,
+        /** lilbee dies with its container's cleanup, a moment after its supervisor, not with it. */
+        LILBEE_OUTLIVES_ITS_SUPERVISOR,
+        /** warden takes the gate lock it took as held, without looking: one unlocked under it still counts. */
+        GATE_LOCK_ASSUMED,
+        /** A supervisor whose health port is taken on one family serves on the other, and the squatter answers the kubelet. */
+        SUPERVISOR_FALLS_BACK_ON_A_TAKEN_PORT,
+        /** A hello read late distrusts warden for the life of the connection. */
+        SUPERVISOR_DISTRUSTS_FOR_GOOD,
+        /** Any number of step-downs a supervisor asks for is taken, at any pace. */
+        STEP_DOWNS_UNLIMITED
     }
 
-    /** What one run is: the election, the pods, how long the chaos lasts and how often faults come. */
+    /**
+     * What one run is: the election, the pods, how long the chaos lasts and how often faults come, whether lilbee's
+     * container can write the switch directory (a runtime that ignores its read-only mount), and the production classes
+     * it runs (a mutation test gives its own).
+     */
     record Config(boolean lease, int pods, int nodes, long chaosNanos, long quietNanos, long meanFaultNanos,
-            GateTimings timings, Set<Mutation> mutations, Function<GateTimings, GateDecision> decisions) {
+            boolean switchWritable, GateTimings timings, Set<Mutation> mutations, Function<GateTimings, GateDecision> decisions,
+            Switches switches) {
 
         /** A run drawn from the seed: file or lease election, two or three pods, one to two minutes of chaos. */
-        static Config drawn(Random random, Set<Mutation> mutations, Function<GateTimings, GateDecision> decisions) {
+        static Config drawn(Random random, Set<Mutation> mutations, Function<GateTimings, GateDecision> decisions,
+                Switches switches) {
             boolean lease = random.nextBoolean();
             int pods = 2 + random.nextInt(2);
             GateTimings timings = new GateTimings(Duration.ofSeconds(10), Duration.ofSeconds(5), Duration.ofSeconds(2),
@@ -65,8 +99,14 @@ public final class Sim {
             // then, or a storm.
             long[] noise = {0, (8 + random.nextInt(8)) * SECOND, (2 + random.nextInt(4)) * SECOND};
             return new Config(lease, pods, lease ? pods : 1, (60 + random.nextInt(61)) * SECOND, 400 * SECOND,
-                    noise[random.nextInt(noise.length)], timings, mutations, decisions);
+                    noise[random.nextInt(noise.length)], random.nextBoolean(), timings, mutations, decisions, switches);
         }
+    }
+
+    /** How a warden opens its switch: {@link LilbeeSwitch#open}, or a mutation's. */
+    @FunctionalInterface
+    public interface Switches {
+        LilbeeSwitch open(Posix posix, ProcFs procs, java.nio.file.Path path, int uid) throws java.io.IOException;
     }
 
     /** A split brain (or a pod that never served), with the moment, the steps taken and the trace that led there. */
@@ -96,6 +136,7 @@ public final class Sim {
     private final Deque<String> trace = new ArrayDeque<>();
     private final int traceLength;
     private long now = 1000 * SECOND;
+    private final long startedAt = now;
     /** The wall clock's offset from the monotonic clock, per node: the hostile makes it jump. */
     private final long[] wallOffset;
     private long seq;
@@ -115,22 +156,41 @@ public final class Sim {
 
     public static Outcome run(long seed, long maxSteps, int traceLength, Set<Mutation> mutations,
             Function<GateTimings, GateDecision> decisions) {
-        // java.util.Random's first draws barely differ for seeds next to each other: both are drawn from a mix of it.
-        Random drawing = new Random(new java.util.SplittableRandom(seed).nextLong());
-        Sim sim = new Sim(seed, Config.drawn(drawing, mutations, decisions), traceLength);
-        return sim.run(maxSteps);
+        return run(seed, maxSteps, traceLength, mutations, decisions, LilbeeSwitch::open);
+    }
+
+    /**
+     * The production classes' own log, silent while the simulation runs them (a run's trace says what happened; their
+     * warnings, by the thousand, would say it again): kept here, as a logger's level lasts only as long as the logger.
+     */
+    private static final java.util.logging.Logger GATE_LOG = java.util.logging.Logger.getLogger("dev.warden.gate");
+
+    public static Outcome run(long seed, long maxSteps, int traceLength, Set<Mutation> mutations,
+            Function<GateTimings, GateDecision> decisions, Switches switches) {
+        java.util.logging.Level before = GATE_LOG.getLevel();
+        GATE_LOG.setLevel(java.util.logging.Level.OFF);
+        try {
+            // java.util.Random's first draws barely differ for seeds next to each other: both are drawn from a mix of it.
+            Random drawing = new Random(new java.util.SplittableRandom(seed).nextLong());
+            Sim sim = new Sim(seed, Config.drawn(drawing, mutations, decisions, switches), traceLength);
+            return sim.run(maxSteps);
+        } finally {
+            GATE_LOG.setLevel(before);
+        }
     }
 
     Outcome run(long maxSteps) {
         log(null, "a run: " + (config.lease() ? "lease" : "file") + " election, " + config.pods() + " pods on " + config.nodes()
                 + " node(s), " + seconds(config.chaosNanos()) + " of chaos, " + (config.meanFaultNanos() == 0
                         ? "the adversary's faults alone" : "a neighbour's fault every " + seconds(config.meanFaultNanos())
-                        + " on average") + (config.mutations().isEmpty() ? "" : ", mutated: " + config.mutations()));
+                        + " on average") + ", the switch directory " + (config.switchWritable() ? "writable" : "read-only")
+                + " in lilbee's container" + (config.mutations().isEmpty() ? "" : ", mutated: " + config.mutations()));
         for (int i = 0; i < config.pods(); i++) {
             newPod(i % config.nodes());
         }
         long end = now + config.chaosNanos() + config.quietNanos();
         at(config.chaosNanos(), null, "the chaos ends", this::quiet);
+        at(config.chaosNanos() + config.quietNanos() - STEADY, null, "steady from here", this::steady);
         new SimAdversary(this).next();
         while (violation == null && !queue.isEmpty() && steps < maxSteps) {
             Event event = queue.poll();
@@ -152,7 +212,7 @@ public final class Sim {
             check();
         }
         if (violation == null && steps < maxSteps) {
-            served();
+            ready();
         }
         return new Outcome(steps, Optional.ofNullable(violation), List.copyOf(trace));
     }
@@ -174,23 +234,41 @@ public final class Sim {
         api.ifPresent(SimApiServer::heal);
     }
 
-    /** The invariant, after every step: at most one lilbee holds an exclusive flock on a file that was server.lock. */
+    /**
+     * The invariant, after every step: at most one lilbee serves (took a server.lock, and has not let it go itself:
+     * a lock unlocked under it by a process that took its descriptor leaves it serving).
+     */
     private void check() {
         if (violation != null) {
             return;
         }
-        List<SimLilbee> holding = lilbees.stream().filter(SimLilbee::holdsServerLock).toList();
-        if (holding.size() > 1) {
-            fail("two lilbees hold an exclusive flock on a server.lock: " + holding);
+        List<SimLilbee> serving = lilbees.stream().filter(SimLilbee::serves).toList();
+        if (serving.size() > 1) {
+            fail("two lilbees serve on a server.lock: " + serving);
         }
     }
 
-    /** At the end of the quiet: exactly one pod serves, its lilbee on the server.lock at the path. */
-    private void served() {
+    /** Through the end of the quiet, once a second: exactly one pod serves, its lilbee on the server.lock at the path. */
+    private void steady() {
         List<SimPod> serving = pods.stream().filter(SimPod::serving).toList();
         if (serving.size() != 1) {
-            fail(serving.size() + " pods serve " + seconds(config.quietNanos()) + " after the last fault (one must): "
+            fail(serving.size() + " pods serve " + seconds(now - chaosEnd()) + " after the last fault (one must, steadily): "
                     + pods.stream().map(SimPod::describe).toList());
+            return;
+        }
+        at(SECOND, null, "steady", this::steady);
+    }
+
+    private long chaosEnd() {
+        return startedAt + config.chaosNanos();
+    }
+
+    /** At the end: every pod left could serve if asked (its supervisor believes its warden). */
+    private void ready() {
+        List<SimPod> unready = pods.stream().filter(p -> !p.deleted && !p.ready()).toList();
+        if (!unready.isEmpty()) {
+            fail("pods that cannot serve " + seconds(config.quietNanos()) + " after the last fault: "
+                    + unready.stream().map(SimPod::describe).toList());
         }
     }
 

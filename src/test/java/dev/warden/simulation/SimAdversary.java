@@ -16,7 +16,10 @@ import java.util.Optional;
  *       (issue 21's third);
  *   <li>the serving pod's warden killed while a neighbour binds its ports (this issue's third);
  *   <li>a switchover (warden step-down, or the serving pod deleted gracefully), then its supervisor stalled, its warden
- *       killed, or a reset (issue 37).
+ *       killed, a reset (issue 37), or its stepping-down lilbee's descriptors taken and unlocked (issue 48);
+ *   <li>the serving pod's warden killed, its supervisor stalled a moment as it greets the restarted one (issue 48);
+ *   <li>the serving pod's health port taken while its supervisor restarts, then that supervisor stalled and the data
+ *       dir reset under it (issue 48's third).
  * </ul>
  */
 final class SimAdversary {
@@ -39,12 +42,14 @@ final class SimAdversary {
         List<SimPod> others = sim.pods.stream().filter(p -> serving.map(s -> s != p).orElse(true)).toList();
         if (serving.isPresent()) {
             SimPod pod = serving.get();
-            int pick = sim.random.nextInt(sim.api.isPresent() ? 7 : 4);
+            int pick = sim.random.nextInt(sim.api.isPresent() ? 9 : 6);
             switch (pick) {
                 case 0 -> resetUnder(pod, others);
                 case 1 -> renameUnderAStoppedWarden(pod);
                 case 2 -> squatWhileWardenIsDown(pod);
                 case 3 -> switchoverThenTrouble(pod);
+                case 4 -> restartWardenUnderALateSupervisor(pod);
+                case 5 -> squatWhileTheSupervisorRestarts(pod);
                 default -> outageThenStopTheLeader(pod);
             }
         }
@@ -107,7 +112,7 @@ final class SimAdversary {
         } else {
             pod.warden.askStepDown();
         }
-        int trouble = sim.random.nextInt(4);
+        int trouble = sim.random.nextInt(5);
         sim.at(sim.between(0, Sim.SECOND), null, "the trouble", () -> {
             switch (trouble) {
                 case 0 -> supervisor.ifPresent(p -> pod.hostile.stopForAWhile(p, sim.between(Sim.SECOND, 8 * Sim.SECOND), true));
@@ -117,10 +122,65 @@ final class SimAdversary {
                         sim.kernel.unlink(file);
                     }
                 }
+                case 3 -> pod.neighbour.steal();
                 default -> {
                 }
             }
         });
+    }
+
+    /**
+     * The serving pod's warden killed; as its supervisor greets the restarted warden, the supervisor is stalled a while
+     * (a loaded node): the warden's hello is read late.
+     */
+    private void restartWardenUnderALateSupervisor(SimPod pod) {
+        sim.log(null, "adversary: " + pod.name + "'s warden killed, its supervisor stalled as it greets the next");
+        sim.die(pod.warden.proc, "SIGKILL by the adversary");
+        // The kubelet restarts warden at once, or after its back-off: watched that long.
+        stallOnGreeting(pod, sim.now() + 330 * Sim.SECOND);
+    }
+
+    private void stallOnGreeting(SimPod pod, long until) {
+        SimSupervisor supervisor = pod.supervisor;
+        if (supervisor == null || !supervisor.proc.alive || sim.now() > until) {
+            return;
+        }
+        if (supervisor.greeting()) {
+            pod.hostile.stopForAWhile(supervisor.proc, sim.between(1200 * Sim.MS, 3 * Sim.SECOND), true);
+            return;
+        }
+        sim.at(5 * Sim.MS, null, "watching the supervisor greet", () -> stallOnGreeting(pod, until));
+    }
+
+    /**
+     * The serving pod's health port taken while its supervisor is restarted; once its lilbee serves again, that
+     * supervisor stalled, and the data dir reset under it.
+     */
+    private void squatWhileTheSupervisorRestarts(SimPod pod) {
+        if (pod.supervisor == null) {
+            return;
+        }
+        sim.log(null, "adversary: " + pod.name + "'s health port taken as its supervisor restarts, then it stalls, and a reset");
+        pod.hostile.squatting = true;
+        sim.at(sim.between(90 * Sim.SECOND, 150 * Sim.SECOND), null, "squat ends", () -> pod.hostile.squatting = false);
+        sim.die(pod.supervisor.proc, "SIGKILL by the adversary");
+        stallOnceServing(pod, sim.now() + 90 * Sim.SECOND);
+    }
+
+    private void stallOnceServing(SimPod pod, long until) {
+        if (sim.now() > until || pod.deleted) {
+            return;
+        }
+        if (pod.supervisor != null && pod.supervisor.proc.alive && pod.serving() && pod.hostile.squatting) {
+            pod.hostile.stopForAWhile(pod.supervisor.proc, sim.between(15 * Sim.SECOND, 30 * Sim.SECOND), true);
+            sim.at(sim.between(0, Sim.SECOND), null, "the reset", () -> {
+                for (String file : sim.kernel.names()) {
+                    sim.kernel.unlink(file);
+                }
+            });
+            return;
+        }
+        sim.at(100 * Sim.MS, null, "watching for lilbee serving again", () -> stallOnceServing(pod, until));
     }
 
     /**

@@ -1,10 +1,10 @@
 package dev.warden.simulation;
 
+import dev.warden.gate.GateElection;
 import dev.warden.gate.GateTimings;
 import dev.warden.gate.LeaseRecord;
 import dev.warden.gate.LeaseState;
 import dev.warden.gate.Moment;
-import dev.warden.gate.Observation;
 import java.time.Instant;
 import java.util.Optional;
 
@@ -15,7 +15,7 @@ import java.util.Optional;
  * decision of what to write ({@link LeaseRecord#next}: a Lease another holds is taken only once it has gone a Lease
  * duration unchanged as this warden observed it), whose every transition and decision is the real one.
  */
-final class SimLease {
+final class SimLease implements GateElection {
 
     private final Sim sim;
     private final SimWarden warden;
@@ -43,10 +43,42 @@ final class SimLease {
         tryAcquireOrRenew();
     }
 
-    Observation.Lease look() {
-        Moment now = sim.moment();
-        return new Observation.Lease("gate", state.decided(now, timings.retryPeriod()),
-                state.leadingUntil(now, timings.renewDeadline()));
+    @Override
+    public Optional<Moment> leadingUntil() {
+        return state.leadingUntil(sim.moment(), timings.renewDeadline());
+    }
+
+    @Override
+    public boolean decided() {
+        return state.decided(sim.moment(), timings.retryPeriod());
+    }
+
+    @Override
+    public String name() {
+        return "gate";
+    }
+
+    @Override
+    public String identity() {
+        return identity;
+    }
+
+    @Override
+    public Optional<String> holder() {
+        return state.holder();
+    }
+
+    @Override
+    public Optional<java.time.Duration> stalled(java.time.Duration patience) {
+        return Optional.empty();
+    }
+
+    /** Stops contending: as the keeper's last step, releasing the Lease only when told it may. */
+    @Override
+    public void close(boolean letGo) {
+        if (letGo) {
+            release();
+        }
     }
 
     private long nanos(java.time.Duration d) {
@@ -115,7 +147,8 @@ final class SimLease {
     }
 
     /** Lets the Lease go and stays out for three retry periods. */
-    void stepAside() {
+    @Override
+    public void stepAside() {
         release();
         asideUntil = sim.now() + 3 * nanos(timings.retryPeriod());
         state = state.asideUntil(new Moment(asideUntil));

@@ -1,13 +1,17 @@
 package dev.warden.simulation;
 
+import java.util.Optional;
+
 /**
- * {@code lilbee serve} in the simulation, in the process its supervisor starts for it: started cold, it imports for a
- * second or three; prepared (the supervisor's {@code --prepare}, a warm standby), the same imports are done before any
- * permit, holding nothing, and on its {@link #go} (the gate lock's descriptor with it, when there is one) only
- * {@code serve}'s own start is left, a tenth of a second to most of one. Then it takes server.lock as lilbee's filelock
- * does (open or create the name, an exclusive flock, asked again every 50 ms, for 15 s, then exit 3) and holds it until
- * it dies. SIGTERM ends it once its requests in flight are done, within two and a half seconds (past the supervisor's
- * grace now and then); a prepared one not yet told to go ends at once.
+ * {@code lilbee serve} in the simulation, in the process its supervisor starts for it (a child of the supervisor's, in
+ * lilbee's container, dumpable: warden reads its fdinfo, and any process of its UID may take its descriptors): started
+ * cold, it imports for a second or three; prepared (the supervisor's {@code --prepare}, a warm standby), the same
+ * imports are done before any permit, holding nothing, and on its {@link #go} only {@code serve}'s own start is left, a
+ * tenth of a second to most of one. Then it takes server.lock as lilbee's filelock does (open or create the name, an
+ * exclusive flock, asked again every 50 ms, for 15 s, then exit 3), and serves from then on, until it lets the lock go
+ * itself or dies: a lock unlocked under it by a process that took its descriptor ends nothing of its serving. SIGTERM
+ * ends it once its requests in flight are done, within two and a half seconds (past the supervisor's grace now and
+ * then); a prepared one not yet told to go ends at once.
  */
 final class SimLilbee {
 
@@ -27,7 +31,8 @@ final class SimLilbee {
     private SimLilbee(Sim sim, SimSupervisor supervisor, String name) {
         this.sim = sim;
         this.supervisor = supervisor;
-        this.proc = sim.kernel.spawn(supervisor.pod.node, supervisor.pod.name + "/" + name);
+        this.proc = sim.kernel.spawn(supervisor.pod.node, supervisor.pod.name + "/" + name, supervisor.pod.name, "lilbee",
+                supervisor.proc, true);
         sim.lilbees.add(this);
         proc.onDeath.add(() -> {
             sim.lilbees.remove(this);
@@ -41,7 +46,7 @@ final class SimLilbee {
         });
     }
 
-    /** A lilbee started cold on a permit. */
+    /** A lilbee started cold on a permit ({@code gate}: a descriptor of it too, only as a mutation gives it one). */
     static SimLilbee cold(Sim sim, SimSupervisor supervisor, Kernel.Ofd gate) {
         SimLilbee lilbee = new SimLilbee(sim, supervisor, "lilbee");
         lilbee.go(gate);
@@ -53,7 +58,7 @@ final class SimLilbee {
         return new SimLilbee(sim, supervisor, "lilbee-prepared");
     }
 
-    /** Runs lilbee's command in this process, holding {@code gate} (none where the Lease alone elects). */
+    /** Runs lilbee's command in this process (holding a descriptor of {@code gate}, if one is given). */
     void go(Kernel.Ofd gate) {
         going = true;
         launched = sim.now();
@@ -106,16 +111,23 @@ final class SimLilbee {
         });
     }
 
-    boolean holdsServerLock() {
-        return proc.alive && server != null && server.exclusive;
+    /** Serving: it took server.lock and has not let it go (whether or not another process unlocked it since). */
+    boolean serves() {
+        return proc.alive && server != null;
     }
 
-    boolean holdsTheFileAtThePath() {
-        return holdsServerLock() && sim.kernel.at(Sim.SERVER).map(inode -> inode == server.inode).orElse(false);
+    boolean servesTheFileAtThePath() {
+        return serves() && sim.kernel.at(Sim.SERVER).map(inode -> inode == server.inode).orElse(false);
+    }
+
+    /** Its descriptor of server.lock, while it serves: what a process that takes descriptors from it may unlock. */
+    Optional<Kernel.Ofd> serverLock() {
+        return serves() ? Optional.of(server) : Optional.empty();
     }
 
     String describe() {
-        return proc + (proc.stopped ? " stopped" : "") + (holdsServerLock() ? " on " + server.inode : " holding no server.lock");
+        return proc + (proc.stopped ? " stopped" : "") + (serves() ? " serving on " + server.inode
+                + (server.exclusive ? "" : " (its lock taken from under it)") : " not serving");
     }
 
     @Override

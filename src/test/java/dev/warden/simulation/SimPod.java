@@ -6,10 +6,13 @@ import java.util.Optional;
 
 /**
  * One pod of the Deployment: its warden (a native sidecar) and lilbee's container (the supervisor, and lilbee under
- * it), a kubelet that runs them as the chart says (the startup probe holds lilbee's container back until warden is up;
- * a container that dies is restarted with the kubelet's back-off; warden's liveness probe restarts a warden that stops
- * answering, the supervisor's restarts a supervisor that stops turning, and a container stopped is SIGKILLed after its
- * grace), and a hostile neighbour that does what any process of the pod can do.
+ * it), its switch directory (an emptyDir of the pod's, read-only in lilbee's container unless the run has a runtime
+ * that ignores that), a kubelet that runs them as the chart says (the startup probe holds lilbee's container back until
+ * warden is up; a container that dies is restarted with the kubelet's back-off; warden's liveness probe restarts a
+ * warden that stops answering, the supervisor's restarts a supervisor that stops turning, and a container stopped is
+ * SIGKILLed after its grace), and a hostile neighbour in lilbee's container that does what any process of it can do:
+ * signal, rename, delete, lock, take descriptors from dumpable processes, speak the switch's protocol, and put a
+ * socket of its own at the switch path.
  */
 final class SimPod {
 
@@ -22,6 +25,7 @@ final class SimPod {
     final String name;
     final int node;
     final Hostile hostile = new Hostile();
+    final SimNeighbour neighbour;
     SimWarden warden;
     SimSupervisor supervisor;
     boolean deleted;
@@ -50,6 +54,8 @@ final class SimPod {
         this.sim = sim;
         this.name = name;
         this.node = node;
+        sim.kernel.switchDir(name, sim.config.switchWritable());
+        this.neighbour = new SimNeighbour(sim, this);
     }
 
     void start() {
@@ -59,6 +65,28 @@ final class SimPod {
         wardenLiveness();
         supervisorLiveness();
         hostile.next();
+        if (sim.chance(0.5)) {
+            resident();
+        }
+    }
+
+    /**
+     * A neighbour of lilbee's container that speaks the switch's protocol for as long as the pod lives, the quiet
+     * included (a compromised dependency does not go away when the faults stop): it speaks on the switch, asking warden
+     * to step down every few seconds, or poses as warden at the switch path, again and again.
+     */
+    private void resident() {
+        sim.at(sim.between(5 * Sim.SECOND, 30 * Sim.SECOND), null, name + " resident neighbour", () -> {
+            if (deleted) {
+                return;
+            }
+            if (sim.chance(0.7)) {
+                neighbour.speak(sim.between(Sim.SECOND, 20 * Sim.SECOND), true);
+            } else {
+                neighbour.impersonate(sim.between(Sim.SECOND, 20 * Sim.SECOND));
+            }
+            resident();
+        });
     }
 
     private void startWarden() {
@@ -98,9 +126,12 @@ final class SimPod {
         supervisor = new SimSupervisor(sim, this);
         SimSupervisor started = supervisor;
         supervisor.proc.onDeath.add(() -> {
-            // The container's main process is gone: the runtime kills what else the container runs, lilbee among it.
-            started.lilbee().ifPresent(lilbee -> sim.die(lilbee.proc, "killed with its container"));
-            started.prepared().ifPresent(prepared -> sim.die(prepared.proc, "exits: its supervisor is gone"));
+            // lilbee (and the prepared one) die with the supervisor: the kernel's SIGKILL as it exits (PR_SET_PDEATHSIG).
+            // Without it, the runtime kills what else the container runs a moment later.
+            long after = sim.mutated(Sim.Mutation.LILBEE_OUTLIVES_ITS_SUPERVISOR) ? sim.between(Sim.MS, 300 * Sim.MS) : 0;
+            started.lilbee().ifPresent(lilbee -> sim.at(after, null, "lilbee dies", () -> sim.die(lilbee.proc,
+                    "killed with its supervisor")));
+            started.prepared().ifPresent(prepared -> sim.die(prepared.proc, "killed with its supervisor"));
             if (!deleted) {
                 long delay = lilbeeRestarts.delay();
                 sim.log(null, name + ": the kubelet restarts lilbee's container in " + Sim.seconds(delay));
@@ -140,7 +171,7 @@ final class SimPod {
         SimSupervisor probed = supervisor;
         if (probed != null && sim.now() - probed.startedAt < SimSupervisor.START_AFTER) {
             supervisorFailures = 0;
-        } else if (probed != null && probed.proc.alive && probed.proc.stopped) {
+        } else if (probed != null && probed.proc.alive && probed.proc.stopped && !(probed.squatterAnswers && hostile.squatting)) {
             if (++supervisorFailures >= 2) {
                 supervisorFailures = 0;
                 sim.log(probed.proc, "fails its liveness probe twice: lilbee's container is restarted");
@@ -211,10 +242,19 @@ final class SimPod {
         return procs;
     }
 
-    /** Serving: its warden says so, and its lilbee holds the server.lock at the path. */
+    /** Serving: its warden says so, and its lilbee serves on the server.lock at the path. */
     boolean serving() {
         Optional<SimLilbee> lilbee = supervisor == null ? Optional.empty() : supervisor.lilbee();
-        return warden != null && warden.proc.alive && warden.serving() && lilbee.isPresent() && lilbee.get().holdsTheFileAtThePath();
+        return warden != null && warden.proc.alive && warden.serving() && lilbee.isPresent() && lilbee.get().servesTheFileAtThePath();
+    }
+
+    /**
+     * Whether it could serve if asked: not deleted, warden up, and lilbee's supervisor up and believing its own warden
+     * (a supervisor that distrusts warden for good leaves the data dir one pod fewer to fail over to).
+     */
+    boolean ready() {
+        return !deleted && warden != null && warden.proc.alive && warden.listening() && supervisor != null
+                && supervisor.proc.alive && supervisor.believesItsWarden();
     }
 
     String describe() {
@@ -239,6 +279,16 @@ final class SimPod {
 
         private void act() {
             if (!sim.chaos || deleted) {
+                return;
+            }
+            if (sim.chance(0.2)) {
+                int pick = sim.random.nextInt(3);
+                switch (pick) {
+                    case 0 -> neighbour.speak(sim.between(100 * Sim.MS, 20 * Sim.SECOND), sim.chance(0.5));
+                    case 1 -> neighbour.impersonate(sim.between(100 * Sim.MS, 20 * Sim.SECOND));
+                    default -> neighbour.steal();
+                }
+                next();
                 return;
             }
             int pick = sim.random.nextInt(100);
@@ -364,7 +414,7 @@ final class SimPod {
 
         /** A process of the pod that takes an exclusive flock on the file (and deletes it, if {@code thenDelete}). */
         void decoy(String file, boolean thenDelete, long holding) {
-            Kernel.Proc decoy = sim.kernel.spawn(node, name + "/decoy");
+            Kernel.Proc decoy = sim.kernel.spawn(node, name + "/decoy", name, "lilbee", null, true);
             decoys.add(decoy);
             sim.kernel.open(decoy, file, true).ifPresent(ofd -> {
                 boolean locked = sim.kernel.tryExclusive(ofd);

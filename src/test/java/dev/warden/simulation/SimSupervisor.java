@@ -1,25 +1,29 @@
 package dev.warden.simulation;
 
-import dev.warden.gate.GateAction.Word;
-import dev.warden.gate.GateWorld;
-import dev.warden.gate.Moment;
-import java.util.ArrayList;
+import dev.warden.lock.Posix;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Optional;
 
 /**
  * lilbee's supervisor in the simulation: the supervisor's rules ({@link SupervisorRules}, held to the real one's table)
- * in a model of its shell. It connects to its pod's warden when that listens (a peer of warden's UID on a socket only
- * warden's and lilbee's containers mount: nobody else's words reach it), keeps a permit's gate lock and hands it to the
- * lilbee it starts, gives it back to a warden that connects, reports its lilbee once a second and on every change,
- * and does as its rules say. As the chart's ({@code --prepare}), it keeps a prepared lilbee waiting while none runs,
- * and starts lilbee in it on a permit (cold when there is none, or it was killed; another after 30 s). A stopped
- * supervisor hears nothing and does nothing until it goes on.
+ * in a model of its shell that speaks the switch's protocol, line for line, over the simulated kernel's Unix socket, as
+ * helm/warden/files/lilbee-supervisor.py does. It connects to whatever listens at its pod's switch path and believes it
+ * only if it is warden (of another container than its own, and while the warden it believed lives, that one), and only
+ * after a hello that reads its clock (a late one is asked again); it keeps a permit's gate lock itself, hands it to
+ * nobody, and its lilbee dies with it; it reports what it runs, the permit and the gate it holds, in one write, on every
+ * change and once a second, and does as its rules say. As the chart's ({@code --prepare}), it keeps a prepared lilbee
+ * waiting while none runs, and starts lilbee in it on a permit (cold when there is none, or it was killed; another after
+ * 30 s). Undumpable: no process of its UID looks into it or takes its descriptors. A stopped supervisor hears nothing and
+ * does nothing until it goes on.
  */
 final class SimSupervisor {
 
     private static final long TICK = 100 * Sim.MS;
     private static final long REPORT = Sim.SECOND;
+    private static final long RECONNECT = 200 * Sim.MS;
+    private static final long HELLO_AGAIN = 500 * Sim.MS;
+    private static final long CLOCK_SKEW = Sim.SECOND;
     static final long VALIDITY = 5 * Sim.SECOND;
     static final long GRACE = 2 * Sim.SECOND;
     /** The chart's --start-after, its liveness probe's initialDelaySeconds: no lilbee, and no probe, before. */
@@ -27,54 +31,60 @@ final class SimSupervisor {
     /** A prepared lilbee gone before its permit is replaced no sooner (PREPARE_AGAIN_AFTER). */
     private static final long PREPARE_AGAIN_AFTER = 30 * Sim.SECOND;
 
-    private record Message(Word word, Kernel.Ofd ofd, long stopNumber) {
-    }
-
     final Sim sim;
     final SimPod pod;
     final Kernel.Proc proc;
     /** When its container started: the kubelet probes it from START_AFTER on. */
     final long startedAt;
     private final SupervisorRules rules;
-    private SimWarden warden;
+    /** The connection to warden, its descriptor, and the process behind it (SO_PEERCRED). */
+    private Kernel.Endpoint warden;
+    private int wardenFd;
+    private Kernel.Proc wardenProc;
+    private boolean trusted;
+    private boolean distrusted;
+    private long helloAt;
+    private long nextTry;
+    /** The warden believed last: while it lives, no other process is. */
+    private Kernel.Proc believed;
+    private String refusedLast = "";
+    private final StringBuilder in = new StringBuilder();
     private Kernel.Ofd gate;
+    /** With the gate lock not kept (a mutation): the file it was given, reported as held, as no warden could tell. */
+    private dev.warden.lock.FileId notKept;
     private SimLilbee lilbee;
     private SimLilbee prepared;
     private long prepareAgainAt;
     private Integer exited;
-    private final List<Message> inbox = new ArrayList<>();
     private String lastReport = "";
     /** The number of a stop heard and not answered yet (0: none): answered once no lilbee runs and no permit is held. */
     private long ackWanted;
     private long reportedAt;
+    /** With the fallback on a taken health port (a mutation): it runs, and the squatter answers its probes. */
+    boolean squatterAnswers;
 
     SimSupervisor(Sim sim, SimPod pod) {
         this.sim = sim;
         this.pod = pod;
-        this.proc = sim.kernel.spawn(pod.node, pod.name + "/supervisor");
+        this.proc = sim.kernel.spawn(pod.node, pod.name + "/supervisor", pod.name, "lilbee", null,
+                sim.mutated(Sim.Mutation.SUPERVISOR_DUMPABLE));
         this.startedAt = sim.now();
         // Counted from its container's start, not from its own (later): a lilbee of it may start a little earlier
         // here than there, never later than the probe watches.
         this.rules = SupervisorRules.chart(VALIDITY, GRACE, startedAt + START_AFTER);
-        proc.onDeath.add(() -> {
-            for (Message message : inbox) {
-                if (message.ofd() != null) {
-                    sim.kernel.drop(message.ofd());
-                }
-            }
-            inbox.clear();
-            if (warden != null) {
-                warden.supervisor = null;
-            }
-        });
     }
 
     void start() {
         sim.at(sim.between(50 * Sim.MS, 300 * Sim.MS), proc, "supervisor up", () -> {
             if (pod.hostile.squatting) {
-                // Its health port is taken: it refuses to run (the kubelet restarts the container, after its back-off).
-                sim.die(proc, "exits 1: its health port is taken");
-                return;
+                if (!sim.mutated(Sim.Mutation.SUPERVISOR_FALLS_BACK_ON_A_TAKEN_PORT)) {
+                    // A family of its health port is taken: it refuses to run (the kubelet restarts it, after its back-off).
+                    sim.die(proc, "exits 1: its health port is taken");
+                    return;
+                }
+                squatterAnswers = true;
+                sim.log(proc, "its health port is taken on one family: falls back to the other, and the squatter answers"
+                        + " the kubelet's probes there");
             }
             sim.log(proc, "up, waiting for warden's word");
             tick();
@@ -90,97 +100,213 @@ final class SimSupervisor {
         return Optional.ofNullable(prepared).filter(l -> l.proc.alive);
     }
 
+    /** Whether it is connected and has not believed what it is connected to yet: its hello's answer is on its way. */
+    boolean greeting() {
+        return warden != null && !trusted;
+    }
+
+    /** Whether it believes its pod's own warden now: connected to it, and greeted. */
+    boolean believesItsWarden() {
+        return warden != null && trusted && pod.warden != null && wardenProc == pod.warden.proc;
+    }
+
     String describe() {
-        return (proc.alive ? proc.stopped ? "supervisor stopped" : "supervisor up" : "supervisor dead") + ", "
-                + lilbee().map(SimLilbee::describe).orElse("no lilbee");
+        return (proc.alive ? proc.stopped ? "supervisor stopped" : "supervisor up" : "supervisor dead")
+                + (warden == null ? ", not connected" : trusted ? ", believes " + wardenProc : ", not yet believing " + wardenProc)
+                + ", " + lilbee().map(SimLilbee::describe).orElse("no lilbee");
     }
 
     private void tick() {
+        turn();
+        if (proc.alive) {
+            sim.at(TICK, proc, "supervisor tick", this::tick);
+        }
+    }
+
+    /** One pass of its loop: on its tick, and as soon as warden's socket has something to read. */
+    private void turn() {
+        if (!proc.alive) {
+            return;
+        }
         connect();
-        drain();
+        hello();
+        read();
         if (exited != null) {
             int code = exited;
             exited = null;
             lilbee = null;
             apply("exited", code);
         }
+        if (!proc.alive) {
+            return;
+        }
         prepare();
         apply("tick", 0);
         report();
         acknowledge();
-        if (proc.alive) {
-            sim.at(TICK, proc, "supervisor tick", this::tick);
-        }
     }
 
     private void connect() {
-        SimWarden listening = pod.warden;
-        if (warden == null && listening != null && listening.proc.alive && listening.listening()) {
-            warden = listening;
-            warden.connected(this);
-            lastReport = "";
-            sim.log(proc, "connected to " + warden.proc);
-            if (gate != null && !sim.mutated(Sim.Mutation.LILBEE_WITHOUT_THE_GATE_LOCK)) {
-                sim.kernel.send(gate);
-                Kernel.Ofd given = gate;
-                SimWarden to = warden;
-                sim.at(sim.between(0, 3 * Sim.MS), null, "gate given back", () -> to.offered(given));
-            }
-        } else if (warden == null && sim.mutated(Sim.Mutation.SUPERVISOR_BELIEVES_THE_PORT) && pod.hostile.squatting) {
+        if (warden == null && sim.mutated(Sim.Mutation.SUPERVISOR_BELIEVES_THE_PORT) && pod.hostile.squatting) {
             // As the supervisor that polled warden's port did: a squatter's answer there says lilbee may start.
             apply("start", sim.now() + VALIDITY);
         }
-    }
-
-    void wardenGone(SimWarden gone) {
-        if (warden == gone) {
-            warden = null;
+        if (warden != null || sim.now() < nextTry) {
+            return;
         }
-    }
-
-    /** A word arrives on the socket: heard at once, or once a stopped supervisor goes on. */
-    void deliver(SimWarden from, Word word, Kernel.Ofd ofd, long stopNumber) {
-        if (!proc.alive) {
-            if (ofd != null) {
-                sim.kernel.drop(ofd);
+        nextTry = sim.now() + RECONNECT;
+        Kernel.Endpoint connection;
+        try {
+            connection = sim.kernel.connect(proc, sim.kernel.dir(proc, Kernel.SWITCH_DIR).orElseThrow(), "switch.sock");
+        } catch (Posix.ErrnoException e) {
+            return;
+        }
+        Optional<String> refused = refusal(connection.peerCred);
+        if (refused.isPresent()) {
+            connection.close();
+            if (!refused.get().equals(refusedLast)) {
+                refusedLast = refused.get();
+                sim.log(proc, "does not believe " + connection.peerCred + " at the switch path: " + refused.get());
             }
             return;
         }
-        inbox.add(new Message(word, ofd, stopNumber));
-        sim.at(0, proc, "hear", this::drain);
+        warden = connection;
+        wardenFd = proc.install(connection);
+        wardenProc = connection.peerCred;
+        connection.onReadable = () -> sim.at(0, proc, "warden's socket readable", this::turn);
+        trusted = false;
+        distrusted = false;
+        helloAt = sim.now();
+        in.setLength(0);
+        lastReport = "";
+        refusedLast = "";
+        sim.log(proc, "connected to " + wardenProc);
     }
 
-    private void drain() {
-        List<Message> messages = List.copyOf(inbox);
-        inbox.clear();
-        for (Message message : messages) {
-            hear(message.word(), message.ofd(), message.stopNumber());
+    /** What the real one's WardenIdentity says of the process listening at the path: why it is not warden, if it is not. */
+    private Optional<String> refusal(Kernel.Proc listening) {
+        if (sim.mutated(Sim.Mutation.SUPERVISOR_BELIEVES_ANY_PEER)) {
+            return Optional.empty();
+        }
+        if (listening == proc || descends(listening)) {
+            return Optional.of("it is this supervisor, or a process it started");
+        }
+        if (believed != null && believed.alive && believed != listening) {
+            return Optional.of("warden is " + believed + ", which still runs");
+        }
+        if (listening.pod.equals(proc.pod) && listening.container.equals(proc.container)) {
+            return Optional.of("it runs in this container");
+        }
+        return Optional.empty();
+    }
+
+    private boolean descends(Kernel.Proc other) {
+        for (Kernel.Proc up = other.parent; up != null; up = up.parent) {
+            if (up == proc) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void hello() {
+        if (warden != null && !trusted && sim.now() >= helloAt) {
+            send("hello 1 " + proc.pid, null);
+            helloAt = sim.now() + HELLO_AGAIN;
+            if (sim.mutated(Sim.Mutation.GATE_GIVEN_BACK) && gate != null) {
+                // As the supervisor did: the gate lock its lilbee runs under, given to whatever it connected to.
+                send("gate", gate);
+            }
         }
     }
 
-    private void hear(Word word, Kernel.Ofd ofd, long stopNumber) {
-        if (ofd != null) {
-            sim.kernel.receive(proc, ofd);
+    private void send(String line, Kernel.Ofd pass) {
+        if (warden == null) {
+            return;
         }
-        switch (word) {
-            case Word.Start start -> {
-                if (ofd != null && rules.acceptsGate() && !sim.mutated(Sim.Mutation.LILBEE_WITHOUT_THE_GATE_LOCK)) {
+        try {
+            warden.send((line + "\n").getBytes(StandardCharsets.US_ASCII), pass);
+        } catch (Posix.ErrnoException e) {
+            lost();
+        }
+    }
+
+    private void lost() {
+        if (warden != null) {
+            proc.close(wardenFd);
+            warden = null;
+            trusted = false;
+            sim.log(proc, "lost warden: lilbee may run until its permit ends, no longer");
+        }
+    }
+
+    private void read() {
+        while (warden != null) {
+            Kernel.Received got = warden.receive(proc, 4096);
+            if (got == null) {
+                return;
+            }
+            if (got.bytes().length == 0) {
+                lost();
+                return;
+            }
+            in.append(new String(got.bytes(), StandardCharsets.US_ASCII));
+            List<Kernel.Ofd> fds = new java.util.ArrayList<>(got.fds());
+            int newline;
+            while ((newline = in.indexOf("\n")) >= 0) {
+                String line = in.substring(0, newline);
+                in.delete(0, newline + 1);
+                List<Kernel.Ofd> given = line.startsWith("start ") ? List.copyOf(fds) : List.of();
+                fds.removeAll(given);
+                hear(line, given);
+            }
+            for (Kernel.Ofd stray : fds) {
+                proc.close(stray);
+            }
+        }
+    }
+
+    private void hear(String line, List<Kernel.Ofd> fds) {
+        String[] words = line.split(" ");
+        try {
+            if (words[0].equals("hello") && words.length == 3 && !trusted) {
+                long lag = sim.now() - Long.parseLong(words[2]);
+                if (lag >= -CLOCK_SKEW / 100 && lag <= CLOCK_SKEW && !distrusted) {
+                    trusted = true;
+                    believed = wardenProc;
+                } else if (sim.mutated(Sim.Mutation.SUPERVISOR_DISTRUSTS_FOR_GOOD)) {
+                    // As the supervisor did: a hello read late distrusted warden for the life of the connection.
+                    distrusted = true;
+                }
+            } else if (trusted && words[0].equals("start") && words.length == 2) {
+                Kernel.Ofd given = fds.isEmpty() ? null : fds.getFirst();
+                for (Kernel.Ofd extra : fds.subList(Math.min(1, fds.size()), fds.size())) {
+                    proc.close(extra);
+                }
+                if (given != null && rules.acceptsGate() && sim.mutated(Sim.Mutation.SUPERVISOR_WITHOUT_THE_GATE_LOCK)) {
+                    notKept = given.inode.id();
+                    proc.close(given);
+                } else if (given != null && rules.acceptsGate()) {
                     if (gate != null) {
                         proc.close(gate);
                     }
-                    gate = ofd;
-                } else if (ofd != null) {
-                    proc.close(ofd);
+                    gate = given;
+                } else if (given != null) {
+                    proc.close(given);
                 }
-                apply("start", start.until().nanos());
-            }
-            case Word.Go go -> apply("go", go.until().nanos());
-            case Word.Stop stop -> {
-                ackWanted = stopNumber;
+                fds = List.of();
+                apply("start", Long.parseLong(words[1]));
+            } else if (trusted && words[0].equals("go") && words.length == 2) {
+                apply("go", Long.parseLong(words[1]));
+            } else if (trusted && words[0].equals("stop") && words.length >= 2) {
+                ackWanted = Long.parseLong(words[1]);
                 apply("stop", 0);
             }
-            case Word.Silent silent -> {
-            }
+        } catch (NumberFormatException e) {
+            // not the protocol: ignored
+        }
+        for (Kernel.Ofd unused : fds) {
+            proc.close(unused);
         }
     }
 
@@ -192,6 +318,7 @@ final class SimSupervisor {
                 case "kill" -> lilbee().ifPresent(l -> sim.die(l.proc, "SIGKILL (grace over)"));
                 case "signal" -> lilbee().ifPresent(SimLilbee::terminate);
                 case "release" -> {
+                    notKept = null;
                     if (gate != null) {
                         proc.close(gate);
                         gate = null;
@@ -199,17 +326,10 @@ final class SimSupervisor {
                 }
                 case "exit" -> {
                     prepared().ifPresent(p -> sim.die(p.proc, "killed: its supervisor exits"));
-                    // Its last word, as the real one's: lilbee is gone and no other will start from here.
-                    SimWarden to = warden;
-                    if (to != null) {
-                        // Heard on this connection only: a newer supervisor connected since speaks for itself.
-                        sim.at(sim.between(0, 3 * Sim.MS), null, "exiting", () -> {
-                            if (to.supervisor == null) {
-                                to.supervisorExited = true;
-                            }
-                        });
-                    }
+                    // Its last word: lilbee is gone and no other will start from here.
+                    send("exiting", null);
                     sim.die(proc, "exits " + action.arg());
+                    return;
                 }
                 default -> throw new IllegalStateException(action.toString());
             }
@@ -223,15 +343,17 @@ final class SimSupervisor {
     }
 
     private void startLilbee() {
+        // The gate lock stays here; as a mutation, lilbee is given a descriptor of it too, as it was before.
+        Kernel.Ofd handed = sim.mutated(Sim.Mutation.LILBEE_HOLDS_THE_GATE) ? gate : null;
         if (prepared().isPresent()) {
             lilbee = prepared;
             prepared = null;
-            lilbee.go(gate);
-            sim.log(proc, "starts lilbee in its prepared " + lilbee.proc + (gate == null ? "" : " with the gate lock"));
+            lilbee.go(handed);
+            sim.log(proc, "starts lilbee in its prepared " + lilbee.proc);
             return;
         }
-        lilbee = SimLilbee.cold(sim, this, gate);
-        sim.log(proc, "starts " + lilbee.proc + (gate == null ? "" : " with the gate lock"));
+        lilbee = SimLilbee.cold(sim, this, handed);
+        sim.log(proc, "starts " + lilbee.proc);
     }
 
     void lilbeeExited(SimLilbee gone, int code) {
@@ -246,36 +368,40 @@ final class SimSupervisor {
     /** SIGTERM: warden is asked to step down, and it is passed on to lilbee (the rules say so), once the supervisor runs. */
     void terminate() {
         sim.at(0, proc, "SIGTERM", () -> {
-            SimWarden to = warden;
-            if (to != null) {
-                sim.at(sim.between(0, 3 * Sim.MS), null, "step-down", to::askStepDown);
+            if (rules.terminating == null) {
+                send("step-down", null);
             }
             apply("signal", 15);
         });
     }
 
+    /** Its report, in one write: the gate lock it holds first, so that no lilbee is ever read without it. */
     private void report() {
-        Optional<GateWorld.Reported> running = lilbee().map(l -> new GateWorld.Reported(l.proc.pid, l.proc.startTicks,
-                new Moment(l.launched)));
-        Optional<Moment> permit = rules.lilbee == SupervisorRules.Lilbee.RUNNING || rules.hasGate
-                ? Optional.of(new Moment(rules.permitUntil)) : Optional.empty();
-        String line = running.map(GateWorld.Reported::toString).orElse("none") + " " + permit;
+        String running = lilbee().map(l -> "lilbee " + l.proc.pid + " " + l.proc.startTicks + " " + l.launched)
+                .orElse("lilbee none");
+        long permit = rules.lilbee == SupervisorRules.Lilbee.RUNNING || rules.hasGate ? rules.permitUntil : 0;
+        dev.warden.lock.FileId holding = gate != null ? gate.inode.id() : notKept;
+        String held = holding == null ? "gate none" : "gate " + holding.device() + " " + holding.inode();
+        String warm = prepared().map(p -> "warm " + p.proc.pid).orElse("warm none");
+        String line = held + "\n" + running + "\npermit " + permit + "\n" + warm;
         if (warden == null || line.equals(lastReport) && sim.now() - reportedAt < REPORT) {
             return;
         }
         lastReport = line;
         reportedAt = sim.now();
-        SimWarden to = warden;
-        sim.at(sim.between(0, 3 * Sim.MS), null, "report", () -> to.report(running, permit));
+        send(line, null);
     }
 
     /** The stop answered once done, to the warden connected (a stopping warden lets its Lease go on it). */
     private void acknowledge() {
         if (ackWanted != 0 && warden != null && rules.lilbee == SupervisorRules.Lilbee.NONE && !rules.hasGate) {
-            long answered = ackWanted;
+            send("stopped " + ackWanted, null);
             ackWanted = 0;
-            SimWarden to = warden;
-            sim.at(sim.between(0, 3 * Sim.MS), null, "stopped", () -> to.stopDone(this, answered));
         }
+    }
+
+    /** The gate lock's open file it holds for its lilbee, if any: what a process that takes its descriptors could get. */
+    Optional<Kernel.Ofd> gate() {
+        return Optional.ofNullable(gate);
     }
 }

@@ -43,6 +43,7 @@ public final class GatePod implements AutoCloseable {
     private final PodNetwork network;
     private final Process unshare;
     private final Path events;
+    private final Path socket;
     private final Path wardenLog;
     private final Path lilbeeLog;
     /**
@@ -51,7 +52,8 @@ public final class GatePod implements AutoCloseable {
      */
     private volatile boolean killed;
 
-    private GatePod(String name, PodNetwork network, Process unshare, Path events, Path wardenLog, Path lilbeeLog) {
+    private GatePod(String name, PodNetwork network, Process unshare, Path events, Path socket, Path wardenLog, Path lilbeeLog) {
+        this.socket = socket;
         this.name = name;
         this.network = network;
         this.unshare = unshare;
@@ -60,9 +62,26 @@ public final class GatePod implements AutoCloseable {
         this.lilbeeLog = lilbeeLog;
     }
 
-    /** The kubelet's knobs: its back-off (10 s in Kubernetes) and how often it asks the startup probe (the chart's 1 s). */
-    public record Kubelet(Duration backoff, Duration probePeriod) {
+    /**
+     * The node's knobs: the kubelet's back-off (10 s in Kubernetes), how often it asks the startup probe (the chart's
+     * 1 s), whether it probes lilbee's container over IPv6 (a single-stack IPv6 cluster's pod address), and whether the
+     * runtime honours the chart's read-only mount of the switch's directory in lilbee's container (one that ignores it
+     * leaves that container free to put a socket of its own there).
+     */
+    public record Kubelet(Duration backoff, Duration probePeriod, boolean probesOverIpv6, boolean readOnlyMounts) {
         public static final Kubelet KUBERNETES = new Kubelet(Duration.ofSeconds(10), Duration.ofSeconds(1));
+
+        public Kubelet(Duration backoff, Duration probePeriod) {
+            this(backoff, probePeriod, false, true);
+        }
+
+        public Kubelet probingOverIpv6() {
+            return new Kubelet(backoff, probePeriod, true, readOnlyMounts);
+        }
+
+        public Kubelet ignoringReadOnlyMounts() {
+            return new Kubelet(backoff, probePeriod, probesOverIpv6, false);
+        }
     }
 
     /**
@@ -123,7 +142,12 @@ public final class GatePod implements AutoCloseable {
                     "--"));
             command.addAll(lilbeeServe);
             lilbee.putPOJO("argv", command);
-            lilbee.set("liveness", liveness("http://127.0.0.1:" + SUPERVISOR_PORT + "/", 1, 2, 1));
+            if (kubelet.readOnlyMounts()) {
+                // As the chart mounts the switch's emptyDir in lilbee's container.
+                lilbee.putPOJO("read_only", List.of(socket.getParent().toString()));
+            }
+            lilbee.set("liveness", liveness("http://" + (kubelet.probesOverIpv6() ? "[::1]" : "127.0.0.1") + ":"
+                    + SUPERVISOR_PORT + "/", 1, 2, 1));
             List<String> settings = new ArrayList<>(List.of("-Dquarkus.http.host=0.0.0.0", "-Dquarkus.management.host=0.0.0.0",
                     WardenProcess.socketSetting(socket), "-Dwarden.gate.health-url=http://127.0.0.1:" + LILBEE_PORT + "/api/health",
                     "-Dwarden.api.token=" + API_TOKEN));
@@ -145,7 +169,7 @@ public final class GatePod implements AutoCloseable {
                 LilbeeServe.command("python").toString(), kubeletScript.toString(), configFile.toString()));
         Process unshare = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(WardenProcess.logFile(name + "-kubelet").toFile()).start();
-        return new GatePod(name, network, unshare, events, wardenLog, lilbeeLog);
+        return new GatePod(name, network, unshare, events, socket, wardenLog, lilbeeLog);
     }
 
     /** The chart's liveness probes: {@code failures} in a row, {@code period} seconds apart, 1 s each, then {@code grace}. */
@@ -311,6 +335,25 @@ public final class GatePod implements AutoCloseable {
         all.addAll(List.of(command));
         return new ProcessBuilder(all).redirectErrorStream(true).redirectOutput(WardenProcess.logFile(this.name + "-" + name)
                 .toFile()).start();
+    }
+
+    /**
+     * Starts {@code command} as a process of lilbee's container: in the supervisor's PID, mount and network namespaces
+     * (a neighbour lilbee's own dependencies could run, with lilbee's mounts: the switch's directory read-only, unless
+     * the runtime ignores that). It dies with the pod; a test kills it sooner by pid.
+     */
+    public Process execInLilbee(String name, String... command) throws IOException {
+        long supervisor = supervisor().orElseThrow(() -> new IllegalStateException(this.name + " runs no supervisor")).pid();
+        List<String> all = new ArrayList<>(List.of("nsenter", "--target", Long.toString(supervisor), "--pid", "--mount", "--net",
+                "--"));
+        all.addAll(List.of(command));
+        return new ProcessBuilder(all).redirectErrorStream(true).redirectOutput(WardenProcess.logFile(this.name + "-" + name)
+                .toFile()).start();
+    }
+
+    /** Where the pod's warden listens for its supervisor: the switch socket's path, on this machine. */
+    public Path switchSocket() {
+        return socket;
     }
 
     public String logs() {

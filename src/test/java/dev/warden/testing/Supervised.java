@@ -76,7 +76,9 @@ public final class Supervised implements AutoCloseable {
     private static Supervised start(String name, Path socket, Settings settings, List<String> lilbee, Map<String, String> env,
             Path state) throws IOException {
         Peer.assumePython();
-        List<String> command = new ArrayList<>(List.of(python(), SUPERVISOR.toString(), "--socket", socket.toString()));
+        // Warden and this supervisor run on this machine, in one mount namespace: no containers to tell them apart.
+        List<String> command = new ArrayList<>(List.of(python(), SUPERVISOR.toString(), "--socket", socket.toString(),
+                "--same-container-warden"));
         command.addAll(settings.options());
         command.add("--");
         command.addAll(lilbee);
