@@ -13,10 +13,10 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
 - A permit to start comes with warden's gate lock itself (its open file, passed with SCM_RIGHTS). This supervisor
   holds it for as long as the lilbee started on it lives, and that lilbee dies with this supervisor (the kernel's
   PR_SET_PDEATHSIG: SIGKILL as it exits, however it dies), so the gate stays locked while lilbee lives: no other pod
-  is elected before it is gone, whatever happens to warden. The descriptor goes to nobody: not to lilbee, whose
-  process (dumpable, so that warden can prove its locks) any process of its UID could take it from and unlock it,
-  nor to whatever connects as warden (a restarted warden is told which gate file it holds, "gate <dev> <ino>"); and
-  this process is undumpable, so no process of its UID takes it here either.
+  is elected before it is gone, whatever happens to warden. The descriptor never goes to lilbee, whose process
+  (dumpable, so that warden can prove its locks) any process of its UID could take it from and unlock it; it goes
+  back only to the warden this supervisor believes (a restarted warden holds the gate again through it), with the
+  first report it sends that warden; and this process is undumpable, so no process of its UID takes it here either.
 - Every permit ends at a moment on the kernel's monotonic clock, which warden's and lilbee's containers
   share; warden renews it while lilbee may run. When it ends, or warden withdraws it, lilbee's process group
   gets SIGTERM, and SIGKILL after --grace. A supervisor that cannot reach warden lets the permit run out.
@@ -29,9 +29,10 @@ It runs lilbee only while this pod's warden says it may, and stops it the moment
   to start on a loaded node, and never has a lilbee before the probe that would stop a stalled one is watching.
 - SIGTERM and SIGINT go on to lilbee, whose exit code this exits with; the first also asks warden to step down
   ("step-down"): its pod is going away, and the gate goes to a standby as lilbee stops, not after.
-- What it runs, the permit and the gate lock it holds go to warden on every change and once a second; a stop warden
-  numbered is answered ("stopped N") once no lilbee runs and no permit is held, and its exit (SIGTERM, with the pod)
-  is told ("exiting") once lilbee is gone: a warden letting its Lease go waits for either.
+- What it runs, the permit and the gate lock it holds go to the warden it believes (nothing before) on every change
+  and once a second; a stop warden numbered is answered ("stopped N") once no lilbee runs and no permit is held, to
+  the warden that said it, and its exit (SIGTERM, with the pod) is told ("exiting") once lilbee is gone: a warden
+  letting its Lease go waits for either.
 - --health-port answers the kubelet's liveness probe, 200 while the loop turns: it restarts a supervisor that has
   stopped turning (SIGSTOP), which could no longer stop lilbee. IPv4 and IPv6 are bound each on its own, and a port
   taken in either ends the supervisor (the kubelet restarts it) rather than leave a squatter to answer for it.
@@ -56,6 +57,7 @@ import re
 import runpy
 import shlex
 import shutil
+import select
 import selectors
 import signal
 import socket
@@ -83,7 +85,12 @@ TURNED_WITHIN = SECOND
 # At most this many connections to the health port at a time from one peer (every process of the pod is one), and
 # this many in all: the kubelet probes from the node, so a flood from the pod never keeps its probe waiting.
 HEALTH_PER_PEER = 4
-HEALTH_CONNECTIONS = 64
+HEALTH_CONNECTIONS = 512
+# What this supervisor has said and warden has not read yet: its report is a few hundred bytes, so this much unread
+# means warden is not reading, and the connection is let go.
+MAX_OUTBOX = 16384
+# SO_PEERPIDFD (Linux 6.5): a pidfd of the process behind a Unix socket, which says whether that very process lives.
+SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 # /proc/<pid>/mountinfo of a container is a few dozen lines; its root mount comes first.
 MOUNTINFO_BYTES = 256 * 1024
 # A process's ancestry is a handful of levels in a pod: a longer walk is a loop.
@@ -224,18 +231,31 @@ class WardenIdentity:
         self.own_root = root_mount(os.getpid())
         self.believed = None
 
-    def refusal(self, pid, uid):
-        """Why the process behind a socket at the switch path is not warden; None when it may be."""
+    def refusal(self, pid, uid, pidfd=None):
+        """Why the process behind a socket at the switch path is not warden; None when it may be. With the peer's
+        pidfd (where the kernel has one), it must still live once everything here was read of it: a pid reused
+        meanwhile would lend a stranger warden's identity."""
         if uid != self.uid:
             return "it runs as UID %d, not warden's %d" % (uid, self.uid)
         if pid <= 0:
             return "it is not in this pod's PID namespace"
+        if thread_group(pid) != pid:
+            return "it is gone (its pid names no process now)"
+        why = self.refusal_of_process(pid)
+        if why is None and pidfd is not None and exited(pidfd):
+            return "it exited as it was looked at"
+        return why
+
+    def refusal_of_process(self, pid):
         if pid == os.getpid() or descends_from(pid, os.getpid()):
             return "it is this supervisor, or a process it started"
         ticks = start_ticks(pid)
         if self.believed is not None and self.believed != (pid, ticks) and start_ticks(self.believed[0]) == self.believed[1]:
             return "warden is pid %d, which still runs" % self.believed[0]
         if not self.same_container:
+            if self.own_root is None:
+                return ("this supervisor's own mount namespace cannot be read, so no process can be told apart from"
+                        " this container's")
             root = root_mount(pid)
             if root is None or ticks == 0 or start_ticks(pid) != ticks:
                 return "its mount namespace cannot be read"
@@ -262,13 +282,45 @@ def root_mount(pid):
     return None
 
 
-def parent_of(pid):
-    """Field 4 of /proc/<pid>/stat, the parent's pid; 0 when gone (or its parent is outside this PID namespace)."""
+def thread_group(pid):
+    """The Tgid of /proc/<pid>/status: pid itself for a process, another for a thread (whose pid /proc resolves too)."""
+    try:
+        with open("/proc/%d/status" % pid, "rb") as status:
+            for line in status.read(4096).split(b"\n"):
+                if line.startswith(b"Tgid:"):
+                    return int(line.split()[1])
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
+def peer_pidfd(sock):
+    """A pidfd of the process behind a connected Unix socket; None where the kernel has none (before Linux 6.5)."""
+    try:
+        return struct.unpack("i", sock.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD, 4))[0]
+    except OSError:
+        return None
+
+
+def exited(pidfd):
+    """Whether the process of a pidfd has exited (it polls readable then)."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+def stat_field(pid, field):
+    """Field `field` of /proc/<pid>/stat (counted from 1, as proc(5) does: comm is 2); 0 when it cannot be read."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as stat:
-            return int(stat.read(4096).rsplit(b")", 1)[1].split()[1])
+            return int(stat.read(4096).rsplit(b")", 1)[1].split()[field - 3])
     except (OSError, IndexError, ValueError):
         return 0
+
+
+def parent_of(pid):
+    """The parent's pid; 0 when gone (or its parent is outside this PID namespace)."""
+    return stat_field(pid, 4)
 
 
 def descends_from(pid, ancestor):
@@ -291,6 +343,9 @@ class Warden:
         self.sock = None
         self.pid = None
         self.buffer = b""
+        self.outbox = b""
+        # Whether the gate lock's descriptor went back to this connection's warden (once a connection).
+        self.gate_given = False
         self.fds = []
         self.trusted = False
         self.hello_at = 0
@@ -308,7 +363,12 @@ class Warden:
         try:
             sock.connect(self.path)
             pid, uid, gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-            why = self.identity.refusal(pid, uid)
+            pidfd = peer_pidfd(sock)
+            try:
+                why = self.identity.refusal(pid, uid, pidfd)
+            finally:
+                if pidfd is not None:
+                    os.close(pidfd)
             if why is not None:
                 self.complain(("refused", pid), "%s is served by pid %d, which is not warden (%s): not believed" % (self.path, pid, why))
                 sock.close()
@@ -320,6 +380,8 @@ class Warden:
         self.sock = sock
         self.pid = pid
         self.buffer = b""
+        self.outbox = b""
+        self.gate_given = False
         self.trusted = False
         self.hello_at = now
         self.complained = None
@@ -340,23 +402,48 @@ class Warden:
             log("lost warden (%s): lilbee may run until its permit ends, no longer" % why)
             self.sock.close()
             self.sock = None
+        self.outbox = b""
         for fd in self.fds:
             os.close(fd)
         self.fds = []
 
     def send(self, line, fd=None):
+        """Says a line, whole and in order after those before it (what the socket does not take now waits in the
+        outbox); a descriptor goes with the line's first byte. False when it did not go: not connected, or a descriptor
+        that must wait for the outbox to empty (its line is said again later)."""
         if self.sock is None:
-            return
+            return False
         data = (line + "\n").encode()
+        self.flush()
+        if fd is None:
+            if len(self.outbox) + len(data) > MAX_OUTBOX:
+                self.close("warden has not read what this supervisor said")
+                return False
+            self.outbox += data
+            self.flush()
+            return self.sock is not None
+        if self.outbox or self.sock is None:
+            return False
         try:
-            if fd is None:
-                self.sock.send(data)
-            else:
-                socket.send_fds(self.sock, [data], [fd])
+            sent = socket.send_fds(self.sock, [data], [fd])
         except BlockingIOError:
-            pass  # warden is not reading: it hears the next report
+            return False
         except OSError as e:
             self.close(e.strerror or str(e))
+            return False
+        self.outbox = data[sent:]
+        return True
+
+    def flush(self):
+        while self.sock is not None and self.outbox:
+            try:
+                sent = self.sock.send(self.outbox)
+            except BlockingIOError:
+                return
+            except OSError as e:
+                self.close(e.strerror or str(e))
+                return
+            self.outbox = self.outbox[sent:]
 
     def receive(self):
         """The lines waiting, each with the descriptors that came with it: a start's gate lock goes to the start line
@@ -439,7 +526,10 @@ class Health:
     def accept(self, listener, selector):
         try:
             conn, address = listener.accept()
-        except OSError:
+        except OSError as e:
+            if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                # The connection stays queued and the listener readable: without a pause this thread would spin.
+                time.sleep(TICK / SECOND)
             return
         peer = self.peer(address[0])
         if len(self.open) >= HEALTH_CONNECTIONS or sum(1 for p, _ in self.open.values() if p == peer) >= HEALTH_PER_PEER:
@@ -781,12 +871,8 @@ def prepared(fd, parent, modules, command):
 
 
 def start_ticks(pid):
-    """Field 22 of /proc/<pid>/stat: when the process started, in clock ticks since boot (names this instance)."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as stat:
-            return int(stat.read(4096).rsplit(b")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return 0
+    """When the process started, in clock ticks since boot (names this instance); 0 when gone."""
+    return stat_field(pid, 22)
 
 
 def main(argv):
@@ -940,6 +1026,8 @@ class Supervisor:
             self.turned_at = now
             if self.warden.connect(now):
                 self.last_report = None
+                # A stop is answered to the warden that said it: another numbers its stops its own way.
+                self.ack_wanted = None
             if self.warden.hello_due(now):
                 self.warden.send("hello %d %d" % (PROTOCOL, os.getpid()))
                 self.warden.hello_at = now + HELLO_AGAIN
@@ -986,6 +1074,7 @@ class Supervisor:
                 result = self.apply(now, "exited", code)
                 if result is not None:
                     return result
+        self.warden.flush()
         for line, fds in self.warden.receive():
             self.hear(now, line, fds)
         if self.warm is not None and self.rules.terminating is None and now >= self.prepare_from and (
@@ -1013,21 +1102,26 @@ class Supervisor:
             elif not self.warden.trusted:
                 pass
             elif kind == "start" and len(words) == 2 and len(fds) <= 1:
+                until = int(words[1])
                 # The gate lock comes with it, except where a Lease alone elects (a volume that cannot lock).
                 fd = fds.pop() if fds else None
                 if self.rules.accepts_gate():
                     if self.gate_fd is not None:
                         os.close(self.gate_fd)
                     self.gate_fd = fd
+                    # The warden that gave it holds it: not given back to it.
+                    self.warden.gate_given = True
                 elif fd is not None:
                     os.close(fd)
-                self.apply(now, "start", int(words[1]))
+                self.apply(now, "start", until)
             elif kind == "go" and len(words) == 2:
                 self.apply(now, "go", int(words[1]))
-            elif kind == "stop" and len(words) >= 2:
+            elif kind == "stop":
+                # Obeyed however it is worded: its number only says which stop to answer as done.
                 if self.rules.permit_until or self.lilbee is not None:
                     log("warden: %s" % " ".join(words[2:])[:200])
-                self.ack_wanted = int(words[1])
+                if len(words) >= 2 and words[1].isdigit():
+                    self.ack_wanted = int(words[1])
                 self.apply(now, "stop")
         except ValueError:
             pass
@@ -1090,8 +1184,7 @@ class Supervisor:
 
     def gate_report(self):
         """The gate file whose lock this supervisor holds for its lilbee: "gate <st_dev> <st_ino>", or "gate none". A
-        restarted warden is elected through it (its previous run's election, which no other pod can hold meanwhile), and
-        a warden stops a lilbee held under another gate file than its own."""
+        warden stops a lilbee held under another gate file than its own."""
         if self.gate_fd is None:
             return "gate none"
         try:
@@ -1101,9 +1194,10 @@ class Supervisor:
         return "gate %d %d" % (held.st_dev, held.st_ino)
 
     def report(self, now):
-        """What runs, the permit held (0: none), the prepared process and the gate lock held, to warden: on every change
-        and once a second. A restarted warden learns from it how long a permit of its previous run may still keep a
-        lilbee, and that its pod holds the gate."""
+        """What runs, the permit held (0: none), the prepared process and the gate lock held, to the warden this
+        supervisor believes (none before: warden's words wait for it): on every change and once a second. The first
+        report to a warden carries the gate lock's descriptor, if one is held: a restarted warden holds the gate again
+        through it, and learns how long a permit of its previous run may still keep a lilbee."""
         if self.lilbee is not None and self.rules.lilbee != "none" and (self.warm is None or self.warm.going(now, self.lilbee)):
             state = "lilbee %d %d %d" % (self.lilbee.pid, start_ticks(self.lilbee.pid), self.launched_at)
         else:
@@ -1112,11 +1206,14 @@ class Supervisor:
         warm = self.warm.pid() if self.warm is not None else None
         warm = "warm none" if warm is None else "warm %d" % warm
         gate = self.gate_report()
-        if (state, held, warm, gate) != self.last_report or now >= self.report_at:
-            # One write: warden reads it whole in one round, never a lilbee without the gate lock it runs under.
-            self.warden.send("\n".join((gate, state, "permit %d" % held, warm)))
-            self.last_report = (state, held, warm, gate)
-            self.report_at = now + REPORT_EVERY
+        if self.warden.trusted and ((state, held, warm, gate) != self.last_report or now >= self.report_at):
+            # One write: warden reads it whole in one round, never a lilbee without the gate lock it runs under; the
+            # descriptor goes with its first line, the gate's.
+            give = self.gate_fd if not self.warden.gate_given else None
+            if self.warden.send("\n".join((gate, state, "permit %d" % held, warm)), give):
+                self.warden.gate_given = self.warden.gate_given or give is not None
+                self.last_report = (state, held, warm, gate)
+                self.report_at = now + REPORT_EVERY
         if self.warm is not None and self.lilbee is not None and state != "lilbee none":
             self.warm.reported(self.lilbee)
         if self.ack_wanted is not None and self.rules.lilbee == "none" and not self.rules.has_gate:

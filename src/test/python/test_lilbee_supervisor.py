@@ -142,6 +142,18 @@ def flock_free(path):
         os.close(fd)
 
 
+def state(pid, task):
+    """A thread's state letter (its /proc stat's third field): "T" once it is stopped."""
+    with open("/proc/%d/task/%s/stat" % (pid, task)) as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0]
+
+
+def own_flock(fd):
+    """Whether an exclusive flock was taken through this process's descriptor fd's open file (its fdinfo)."""
+    with open("/proc/self/fdinfo/%d" % fd) as info:
+        return any(line.startswith("lock:") and " FLOCK " in line and " WRITE " in line for line in info)
+
+
 def holds_flock(pid, path):
     """Whether process pid holds an exclusive flock on path's file through one of its descriptors (its fdinfo)."""
     st = os.stat(path)
@@ -175,6 +187,29 @@ class RulesTable(unittest.TestCase):
                     argument = arg * MS if event in ("start", "go") else arg
                     actions = [":".join(str(part) for part in action) for action in rules.step(at * MS, event, argument)]
                     self.assertEqual(expected, actions, "at %d ms, %s %s" % (at, event, arg))
+
+
+class Identity(unittest.TestCase):
+    """WardenIdentity on processes this test starts: which pids may speak for warden."""
+
+    def test_a_thread_or_a_pid_gone_is_not_warden_and_a_live_peer_is_told_by_its_pidfd(self):
+        identity = supervisor.WardenIdentity(os.getuid(), same_container=True)
+        # Not this test's child (that would be "a process the supervisor started"): setsid -f leaves it to init.
+        script = ("import os, threading, time; t = threading.Thread(target=time.sleep, args=(30,)); t.start();"
+                  " print(os.getpid(), t.native_id, flush=True); t.join()")
+        with subprocess.Popen(["setsid", "-f", sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) as starter:
+            pid, thread = (int(word) for word in starter.stdout.readline().split())
+        pidfd = os.pidfd_open(pid)
+        try:
+            self.assertIn("gone", identity.refusal(thread, os.getuid()), "a thread's id names no process")
+            self.assertIsNone(identity.refusal(pid, os.getuid(), pidfd), "outside a pod, any live process of its UID")
+            os.kill(pid, signal.SIGKILL)
+            wait_for("it exited", lambda: supervisor.exited(pidfd))
+            self.assertIsNotNone(identity.refusal(pid, os.getuid(), pidfd), "its pidfd says it is gone")
+        finally:
+            if not supervisor.exited(pidfd):
+                os.kill(pid, signal.SIGKILL)
+            os.close(pidfd)
 
 
 class FakeWarden:
@@ -404,9 +439,12 @@ class Pod(unittest.TestCase):
             heard += warden.lines()
         self.assertLessEqual(len([line for line in heard if line.startswith("lilbee ")]), 4, heard)
 
-    def test_a_restarted_warden_is_given_no_descriptor_and_its_renewals_keep_lilbee(self):
-        # The gate lock goes to lilbee and to nobody else: a restarted warden proves lilbee holds it (its fdinfo).
+    def test_a_restarted_warden_is_given_back_the_gate_lock_and_its_renewals_keep_lilbee(self):
+        # The gate lock never goes to lilbee; a warden the supervisor believes gets back the open file that holds it,
+        # with its first report, and the warden that gave it is never given it back.
         warden, _, pid = self.serving(3)
+        warden.report(lambda line: line.startswith("lilbee %d" % pid))
+        self.assertEqual([], warden.gates, "not given back to the warden that gave it")
         warden.close()
         self.wardens.remove(warden)
         restarted = self.warden()
@@ -416,12 +454,34 @@ class Pod(unittest.TestCase):
             restarted.go(3)
             time.sleep(1)
             restarted.lines()
-        self.assertEqual([], restarted.gates, "no descriptor for a warden that connects")
-        self.assertFalse(dead(pid), "renewed by the restarted warden past its first permit")
+        self.assertEqual(1, len(restarted.gates), "the gate lock given back once")
         gate = os.stat(self.gate_lock)
+        given = os.fstat(restarted.gates[0])
+        self.assertEqual((gate.st_dev, gate.st_ino), (given.st_dev, given.st_ino))
+        self.assertTrue(own_flock(restarted.gates[0]), "the very open file that holds the gate's lock")
+        self.assertFalse(dead(pid), "renewed by the restarted warden past its first permit")
         self.assertEqual("gate %d %d" % (gate.st_dev, gate.st_ino), restarted.report(lambda line: line.startswith("gate ")),
                          "told which gate file the supervisor holds the lock of")
         self.assertFalse(flock_free(self.gate_lock))
+
+    def test_a_warden_not_believed_is_given_back_nothing_and_told_nothing(self):
+        warden, _, pid = self.serving(3)
+        warden.report(lambda line: line.startswith("lilbee %d" % pid))
+        warden.close()
+        self.wardens.remove(warden)
+        stranger = self.warden(clock_offset=-30 * 1_000_000_000)
+        stranger.accept()
+        heard = []
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            heard += stranger.lines()
+        self.assertEqual([], stranger.gates, "the gate lock goes back only to a warden believed")
+        self.assertEqual([], [line for line in heard if not line.startswith("hello ")], "nothing reported before")
+
+    def test_a_stop_is_obeyed_however_it_is_numbered(self):
+        warden, _, pid = self.serving(30)
+        warden.conn.send(b"stop x warden says no\n")
+        wait_for("lilbee stopped on a stop whose number does not parse", lambda: dead(pid))
 
     def test_a_warden_on_another_clock_is_never_believed_however_often_it_answers(self):
         warden = self.warden(clock_offset=-30 * 1_000_000_000)
@@ -632,6 +692,9 @@ class Pod(unittest.TestCase):
         wait_for("the health port", lambda: self.answers(port))
         process.send_signal(signal.SIGSTOP)
         try:
+            # The signal is delivered a moment later: a probe sent before then is answered by a running process.
+            wait_for("the supervisor stopped", lambda: all(state(process.pid, task) == "T"
+                                                           for task in os.listdir("/proc/%d/task" % process.pid)))
             self.assertFalse(self.answers(port), "a stopped supervisor must fail its liveness probe")
         finally:
             process.send_signal(signal.SIGCONT)

@@ -88,16 +88,19 @@ public class GateDecision {
     public Step step(GatePhase phase, Observation seen) {
         Moment now = seen.now();
         Watch watch = phase.watch().next(seen.gateAtPath(), now);
-        Moment permitsEnd = seen.supervisor().permit().filter(phase.permitsEnd()::isBefore).orElse(phase.permitsEnd());
+        // A permit is never longer than one given now: a report of a later end is capped there (a supervisor says what
+        // it holds, and a forged end would keep the Lease for ever).
+        Moment permitsEnd = seen.supervisor().permit().map(p -> Moment.earliest(p, now.plus(timings.permit())))
+                .filter(phase.permitsEnd()::isBefore).orElse(phase.permitsEnd());
         if (seen.lease().isPresent() && !seen.lease().get().decided()) {
             // Restarted beside a lilbee its previous run let start: not a word until the Lease says whether it still
             // leads. The permit given before runs out on its own, in time for any other leader.
-            return new Step(new Standby(watch, since(phase, now), permitsEnd, since(phase, now), Optional.empty(), phase.fresh()),
+            return new Step(new Standby(watch, since(phase, now), permitsEnd, since(phase, now)),
                     List.of(new GateAction.Say(new Word.Silent())),
                     "asking the API server whether the Lease " + seen.lease().get().name() + " names this warden",
                     lilbee(Optional.empty(), seen, now), new Word.Silent());
         }
-        Optional<String> notElected = whyNotElected(phase, seen);
+        Optional<String> notElected = whyNotElected(seen);
         if (notElected.isPresent()) {
             return standBy(phase, watch, seen, notElected.get(), permitsEnd);
         }
@@ -115,11 +118,10 @@ public class GateDecision {
 
     /**
      * Empty when this warden is elected; else why not, as the status says it. A warden restarted beside the lilbee its
-     * previous run started holds no descriptor of the gate lock (lilbee's supervisor keeps it and gives it to nobody):
-     * it is elected while its supervisor holds the gate file at the path for that lilbee, which no other pod's can
-     * meanwhile.
+     * previous run started is elected once it holds the gate lock again: its supervisor gives back the descriptor it
+     * kept, to the warden it believes, and warden takes it only as the open file that holds the gate's lock.
      */
-    static Optional<String> whyNotElected(GatePhase phase, Observation seen) {
+    static Optional<String> whyNotElected(Observation seen) {
         Optional<Observation.Lease> lease = seen.lease();
         if (lease.isPresent() && !lease.get().leading(seen.now())) {
             return Optional.of("this warden does not hold the Lease " + lease.get().name());
@@ -131,10 +133,6 @@ public class GateDecision {
             case Observation.Gate.Lost lost -> Optional.of("the gate lock this warden held is gone: a process with a"
                     + " descriptor of its open file unlocked it (this pod's lilbee, or one that took the descriptor from it),"
                     + " and another pod may be elected already");
-            // Restarted beside the lilbee its previous run started: its supervisor holds the gate lock for it, so no
-            // other pod can.
-            case Observation.Gate.NotHeld notHeld when seen.supervisorHoldsTheGate() && (phase.fresh() || phase instanceof Elected)
-                    -> Optional.empty();
             case Observation.Gate.NotHeld notHeld -> Optional.of("another warden holds the gate");
             // The volume cannot lock: where the Lease elects, it elects alone.
             case Observation.Gate.Unlockable unlockable when lease.isPresent() -> Optional.empty();
@@ -174,7 +172,7 @@ public class GateDecision {
         actions.add(new GateAction.Say(stop));
         String reason = (phase instanceof Elected ? "not elected any more: " : "standing by: ") + why
                 + (yielding ? "; holding back after a handover, so that a standby takes the gate" : "");
-        return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd, contendFrom, leaving, phase.fresh()), actions,
+        return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd, contendFrom, leaving), actions,
                 reason,
                 lilbee(Optional.empty(), seen, seen.now()), stop);
     }
@@ -297,7 +295,9 @@ public class GateDecision {
         if (sameInstance && look.holds().contains(proven.get().file())) {
             return new Lilbee(LilbeeState.ON_REPLACED_FILE, look.pid());
         }
-        if (now.since(look.launched()).compareTo(GateTimings.LILBEE_START_BOUND) < 0 && !sameInstance) {
+        // A start reported later than now is taken as now: a supervisor's word cannot make a start last for ever.
+        Moment launched = Moment.earliest(look.launched(), now);
+        if (now.since(launched).compareTo(GateTimings.LILBEE_START_BOUND) < 0 && !sameInstance) {
             return new Lilbee(LilbeeState.STARTING, look.pid());
         }
         return new Lilbee(LilbeeState.UNPROVEN, look.pid());
@@ -320,10 +320,6 @@ public class GateDecision {
             case UNDER_ANOTHER_GATE -> new Word.Stop("this pod's lilbee (pid " + lilbee.pid() + ") holds the lock of a gate"
                     + " file since replaced, not this warden's: stopped, to start again under the gate this warden holds");
             case NONE -> {
-                if (seen.gate() instanceof Observation.Gate.NotHeld) {
-                    // Elected through a lilbee that held the gate lock, now gone: a new one starts only with the lock.
-                    yield new Word.Stop("this warden does not hold the gate lock a new lilbee must be given");
-                }
                 if (settleUntil.isPresent() && now.isBefore(settleUntil.get())) {
                     yield new Word.Stop("settling: lilbee may start " + settleUntil.get().since(electedAt).toMillis() + " ms"
                             + " after this warden was elected, as the gate file is new to it and a pod whose gate file was"

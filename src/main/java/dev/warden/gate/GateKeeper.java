@@ -136,8 +136,8 @@ public class GateKeeper {
         long wallOffset = edges.wall().instant().getEpochSecond() * 1_000_000_000L + edges.wall().instant().getNano() - now.nanos();
         PodGate world = new PodGate(edges.posix(), edges.locker(), paths, lilbeeSwitch, new GateLock(edges.locker(),
                 edges.procs(), paths.gateLock(), edges.errorRetry()), new LilbeeProof(edges.procs(), edges.clock()),
-                edges.clock(), () -> lease, stepDowns());
-        round = new Round(paths, world, wallOffset, GatePhase.begin(world.gateAtPath(), now));
+                edges.clock(), () -> lease, stepDowns(), timings);
+        round = new Round(paths, world, wallOffset, GatePhase.begin(world.gateAtPath(), now, timings.permit()));
         publish(round, null, Phase.RUNNING);
         LilbeePaths started = paths;
         startListeners.forEach(listener -> listener.accept(started));
@@ -323,7 +323,7 @@ public class GateKeeper {
             Moment now = edges.clock().now();
             LilbeeSwitch lilbeeSwitch = r.world.lilbeeSwitch();
             lilbeeSwitch.poll(now);
-            if (lilbeeSwitch.stopDone() || rounds.decision().mayLetTheLeaseGo(r.phase, now)) {
+            if (r.world.supervisorStopDone() || rounds.decision().mayLetTheLeaseGo(r.phase, now)) {
                 return true;
             }
             if (!now.isBefore(deadline)) {

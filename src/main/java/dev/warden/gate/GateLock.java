@@ -17,7 +17,8 @@ import org.jboss.logging.Logger;
  * The gate lock as this warden holds it, or waits for it in the kernel: the I/O behind {@link GateAction.Contend} and
  * {@link GateAction.ReleaseGate}, and what {@link Observation.Gate} reports. A lock held is checked at every look, through
  * this warden's own descriptor ({@link ProcFs#exclusiveFlock}), never assumed: the supervisor it was passed to shares the
- * open file, and a flock(LOCK_UN) through any descriptor of it ends it for all. Confined to the gate keeper's thread.
+ * open file, and a flock(LOCK_UN) through any descriptor of it ends it for all. A restarted warden takes it back from
+ * that supervisor ({@link #adopt}). Confined to the gate keeper's thread.
  */
 public final class GateLock implements AutoCloseable {
 
@@ -89,8 +90,37 @@ public final class GateLock implements AutoCloseable {
         retryAt = now == null ? null : now.plus(errorRetry);
     }
 
-    /** This warden's descriptors of the lock, closed: a supervisor given the same open file keeps the gate locked. */
+    /**
+     * Takes back the gate lock this pod's supervisor gives a restarted warden (the descriptor a start passed its
+     * previous run): held from here when it is the gate file at the path and its lock is that open file's. A warden
+     * waiting for the gate stops waiting; one that holds it already keeps its own. Anything else is closed.
+     */
+    void adopt(int fd) {
+        if (held != null) {
+            locker.adopt(fd, path, procs).ifPresent(HeldLock::close);
+            return;
+        }
+        locker.adopt(fd, path, procs).ifPresent(adopted -> {
+            cancelWaiting();
+            held = adopted;
+            LOG.infof("Holding %s again: this pod's supervisor gave back the lock it kept for its lilbee", path);
+        });
+    }
+
+    private void cancelWaiting() {
+        if (waiting != null) {
+            // The wait goes on in the kernel until the lock is free; a lock won then is let go at once.
+            waiting.cancel(false);
+            waiting = null;
+        }
+    }
+
+    /**
+     * This warden's descriptors of the lock, closed, and a wait for it given up: a supervisor given the same open file
+     * keeps the gate locked.
+     */
     void release() {
+        cancelWaiting();
         if (held != null) {
             held.close();
             held = null;
@@ -103,6 +133,7 @@ public final class GateLock implements AutoCloseable {
 
     /** No longer this warden's: the lock is kept only so that {@link #unlock} can end it for this pod's supervisor too. */
     void retire() {
+        cancelWaiting();
         if (held != null) {
             if (retired != null) {
                 retired.close();
@@ -140,10 +171,6 @@ public final class GateLock implements AutoCloseable {
 
     @Override
     public void close() {
-        if (waiting != null) {
-            waiting.cancel(false);
-            waiting = null;
-        }
         release();
     }
 }

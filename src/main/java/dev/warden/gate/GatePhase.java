@@ -19,9 +19,13 @@ public sealed interface GatePhase {
      */
     Moment permitsEnd();
 
-    /** A fresh warden: standing by, watching the gate file from {@code now}, no permit given. */
-    static GatePhase begin(Optional<FileId> gateAtPath, Moment now) {
-        return new Standby(new Watch(gateAtPath, now), now, now, now, Optional.empty(), true);
+    /**
+     * A fresh warden: standing by, watching the gate file from {@code now}. Its previous run (a restart in place) may have
+     * given a permit just before it went, which ends {@code permit} from now at the latest: that is where its permits
+     * end, whatever a supervisor reports or fails to.
+     */
+    static GatePhase begin(Optional<FileId> gateAtPath, Moment now, Duration permit) {
+        return new Standby(new Watch(gateAtPath, now), now, now.plus(permit), now);
     }
 
     /**
@@ -45,12 +49,9 @@ public sealed interface GatePhase {
      *
      * @param contendFrom when this warden contends for the gate again: after a handover, not before a standby waiting
      *     for it has taken it (the kernel wakes a waiter, but a lock asked for again at once may win first)
-     * @param fresh this warden has not been elected in this run: a lilbee of its pod that holds the gate lock was
-     *     started by its previous run (restarted in place), and this one takes that election over. Once elected, or
-     *     having let the gate go, a lilbee of its pod holding the gate lock is one it told to stop.
      */
-    record Standby(Watch watch, Moment since, Moment permitsEnd, Moment contendFrom, Optional<Leaving> leaving,
-            boolean fresh) implements GatePhase {
+    record Standby(Watch watch, Moment since, Moment permitsEnd, Moment contendFrom, Optional<Leaving> leaving)
+            implements GatePhase {
 
         Standby(Watch watch, Moment since, Moment permitsEnd) {
             this(watch, since, permitsEnd, since);
@@ -59,15 +60,6 @@ public sealed interface GatePhase {
         Standby(Watch watch, Moment since, Moment permitsEnd, Moment contendFrom) {
             this(watch, since, permitsEnd, contendFrom, Optional.empty());
         }
-
-        Standby(Watch watch, Moment since, Moment permitsEnd, Moment contendFrom, Optional<Leaving> leaving) {
-            this(watch, since, permitsEnd, contendFrom, leaving, false);
-        }
-    }
-
-    /** Whether this warden has not been elected in this run yet (see {@link Standby#fresh}). */
-    default boolean fresh() {
-        return this instanceof Standby standby && standby.fresh();
     }
 
     /**

@@ -13,44 +13,28 @@ import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.DoubleSupplier;
 import org.jboss.logging.Logger;
 
 /**
- * The gate's election through a coordination.k8s.io/v1 Lease, as client-go's leader election runs it: while not
- * leading, try to take the Lease every retry period (jittered up to 1.2 more, so that contenders do not ask in step);
- * while leading, renew it every retry period, and step down when no renewal has succeeded within the renew deadline
- * (on warden's own clock, see {@link #leading()}), before the Lease can expire for anyone else. What to write of the
- * Lease read is {@link LeaseRecord#next}; every request is cut off after a retry period. After a step-down it contends
- * again.
+ * The gate's election through a coordination.k8s.io/v1 Lease, as client-go's leader election runs it ({@link LeaseLoop}:
+ * take it, renew it every retry period, step down when no renewal has succeeded within the renew deadline, on warden's
+ * own clock, see {@link #leading()}, before the Lease can expire for anyone else). Here a thread of its own drives that
+ * loop against the API server, every request cut off after a retry period; the simulation drives the same loop against
+ * its own ({@link #drivenBy}).
  */
 public final class LeaseElection implements GateElection {
 
     private static final Logger LOG = Logger.getLogger(LeaseElection.class);
-    /** client-go's: a contender waits a retry period and up to 1.2 more between attempts to take the Lease. */
-    private static final double JITTER = 1.2;
 
     private final Settings settings;
     private final MonotonicClock clock;
-    private final Clock wall;
-    /** Every request and answer moves this on; see {@link LeaseState}. */
-    private final AtomicReference<LeaseState> state;
-    private final AtomicBoolean stopped = new AtomicBoolean();
-    /** Set by {@link #stepAside} and {@link #close}: the contending thread lets the Lease go. */
-    private final AtomicBoolean letGo = new AtomicBoolean();
-    /** Whether the Lease's absence, or a refusal to read it, was logged since a read last found it. */
-    private final AtomicBoolean warnedUnusable = new AtomicBoolean();
-    /** Whether a request that got no answer was logged since the API server last answered. */
-    private final AtomicBoolean warnedUnanswered = new AtomicBoolean();
+    private final LeaseLoop loop;
     private final Object wake = new Object();
+    /** Told when a wait of the loop must end at once (stepping aside, stopping), where another than this class drives it. */
+    private volatile Runnable wakeDriver = () -> { };
     private volatile LeaseStore store;
     private Thread thread;
-    /** The Lease as this warden last read or wrote it, and when (on its clock) it first saw it so. */
-    private Optional<LeaseStore.Stored> observed = Optional.empty();
-    private Moment observedAt;
-    /** The holder last reported to the log and the state: client-go's maybeReportTransition. */
-    private Optional<String> reported = Optional.empty();
 
     /**
      * @param namespace where the Lease lives; empty: the pod's own (the service account's namespace,
@@ -75,20 +59,21 @@ public final class LeaseElection implements GateElection {
     }
 
     public LeaseElection(Settings settings) {
-        this(settings, MonotonicClock.SYSTEM, Clock.systemUTC());
+        this(settings, MonotonicClock.SYSTEM, Clock.systemUTC(), () -> ThreadLocalRandom.current().nextDouble());
     }
 
-    LeaseElection(Settings settings, MonotonicClock clock, Clock wall) {
+    /**
+     * @param random the jitter's draws, in [0, 1)
+     */
+    public LeaseElection(Settings settings, MonotonicClock clock, Clock wall, DoubleSupplier random) {
         this.settings = settings;
         this.clock = clock;
-        this.wall = wall;
-        this.state = new AtomicReference<>(LeaseState.initial(clock.now()));
-        this.observedAt = clock.now();
+        this.loop = new LeaseLoop(settings, clock.now(), wall, random);
     }
 
     /** Where this warden stands, as one value. */
     LeaseState state() {
-        return state.get();
+        return loop.state();
     }
 
     /**
@@ -98,10 +83,10 @@ public final class LeaseElection implements GateElection {
     @Override
     public Optional<Moment> leadingUntil() {
         Moment now = clock.now();
-        LeaseState current = state.get();
+        LeaseState current = loop.state();
         Optional<Moment> until = current.leadingUntil(now, settings.renewDeadline());
         if (until.isEmpty() && current.leading() && current.lastWriteSent().isPresent() && !current.warned()) {
-            state.updateAndGet(LeaseState::warnedOfTheDeadline);
+            loop.update(LeaseState::warnedOfTheDeadline);
             LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
                     settings.renewDeadline().toSeconds());
         }
@@ -116,7 +101,7 @@ public final class LeaseElection implements GateElection {
     /** The first read of the Lease was answered (or failed), or took longer than a request may. */
     @Override
     public boolean decided() {
-        return state.get().decided(clock.now(), settings.retryPeriod());
+        return loop.state().decided(clock.now(), settings.retryPeriod());
     }
 
     @Override
@@ -131,12 +116,12 @@ public final class LeaseElection implements GateElection {
 
     @Override
     public Optional<String> holder() {
-        return state.get().holder();
+        return loop.state().holder();
     }
 
     @Override
     public Optional<Instant> renewed() {
-        return state.get().renewed();
+        return loop.state().renewed();
     }
 
     /**
@@ -145,7 +130,7 @@ public final class LeaseElection implements GateElection {
      */
     @Override
     public Optional<Duration> stalled(Duration patience) {
-        return stopped.get() ? Optional.empty() : state.get().stalled(clock.now(), patience, settings.retryPeriod());
+        return loop.stopped() ? Optional.empty() : loop.state().stalled(clock.now(), patience, settings.retryPeriod());
     }
 
     /**
@@ -160,189 +145,57 @@ public final class LeaseElection implements GateElection {
 
     synchronized void start(LeaseStore leases, Optional<String> node) {
         store = leases;
-        LOG.infof("Contending for Lease %s as %s%s (lease %d s, renew deadline %d s, retry %d s)", store.describe(),
-                settings.identity(), node.map(n -> " on node " + n).orElse(""), settings.duration().toSeconds(),
-                settings.renewDeadline().toSeconds(), settings.retryPeriod().toSeconds());
-        state.updateAndGet(s -> s.began(clock.now()));
+        began(store.describe(), node);
         thread = Thread.ofPlatform().daemon().name("warden-lease").start(this::contend);
     }
 
+    /**
+     * Begins without a thread: {@code driver} runs the loop returned (asks its next step, sends its requests, answers
+     * them, cutting each off after a retry period), and is called whenever a wait of it must end at once. The
+     * simulation's way in.
+     */
+    public synchronized LeaseLoop drivenBy(String where, Runnable driver) {
+        wakeDriver = driver;
+        began(where, Optional.empty());
+        return loop;
+    }
+
+    private void began(String where, Optional<String> node) {
+        LOG.infof("Contending for Lease %s as %s%s (lease %d s, renew deadline %d s, retry %d s)", where,
+                settings.identity(), node.map(n -> " on node " + n).orElse(""), settings.duration().toSeconds(),
+                settings.renewDeadline().toSeconds(), settings.retryPeriod().toSeconds());
+        loop.began(clock.now(), where);
+    }
+
+    /** The loop, driven against the API server: each request waits for its answer (the client cuts it off in time). */
     private void contend() {
-        while (!stopped.get()) {
-            if (acquire()) {
-                renew();
-            }
-            // Only a leader told to (stepping aside, or stopping with its lilbee stopped) lets the Lease go. One that stepped
-            // down at the renew deadline leaves it to expire: another takes it a Lease duration after its last renewal,
-            // not a renew deadline, and the difference is the time its lilbee has to stop after its permit ran out.
-            if (letGo.getAndSet(false)) {
-                release();
-            }
-            state.updateAndGet(LeaseState::stoppedLeading);
-            if (stopped.get()) {
-                return;
-            }
-            pause(settings.retryPeriod());
-            state.get().asideUntil().ifPresent(until -> {
-                Duration aside = until.since(clock.now());
-                if (aside.isPositive()) {
-                    pause(aside);
+        while (true) {
+            switch (loop.next(clock.now())) {
+                case LeaseLoop.Next.Done done -> {
+                    return;
                 }
+                case LeaseLoop.Next.Wait wait -> pause(wait.until());
+                case LeaseLoop.Next.Ask ask -> {
+                    LeaseLoop.Answer answer = send(ask.request());
+                    loop.answered(answer, clock.now());
+                }
+            }
+        }
+    }
+
+    private LeaseLoop.Answer send(LeaseLoop.Request request) {
+        try {
+            return new LeaseLoop.Answer.Lease(switch (request) {
+                case LeaseLoop.Request.Get get -> store.get();
+                case LeaseLoop.Request.Create create -> Optional.of(store.create(create.record()));
+                case LeaseLoop.Request.Update update -> Optional.of(store.update(update.read(), update.record()));
             });
-            state.updateAndGet(LeaseState::backIn);
-        }
-    }
-
-    /** Tries to take the Lease until it does (true), or is told to stop or step aside (false). */
-    private boolean acquire() {
-        while (contending()) {
-            if (tryAcquireOrRenew()) {
-                state.updateAndGet(s -> s.startedLeading(settings.identity()));
-                LOG.infof("Holding the Lease %s as %s", settings.name(), settings.identity());
-                return true;
-            }
-            long retry = settings.retryPeriod().toNanos();
-            pause(Duration.ofNanos(retry + (long) (ThreadLocalRandom.current().nextDouble() * JITTER * retry)));
-        }
-        return false;
-    }
-
-    /**
-     * Renews the Lease every retry period while it leads; returns when no renewal succeeded within the renew deadline
-     * (stepped down), or when told to stop or step aside.
-     */
-    private void renew() {
-        while (contending()) {
-            pause(settings.retryPeriod());
-            Moment deadline = clock.now().plus(settings.renewDeadline());
-            boolean renewed = contending() && tryAcquireOrRenew();
-            while (!renewed && contending() && clock.now().plus(settings.retryPeriod()).isBefore(deadline)) {
-                pause(settings.retryPeriod());
-                renewed = contending() && tryAcquireOrRenew();
-            }
-            if (!renewed && contending()) {
-                LeaseState before = state.getAndUpdate(LeaseState::stoppedLeading);
-                if (before.leading() && !before.warned()) {
-                    LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
-                            settings.renewDeadline().toSeconds());
-                }
-                return;
-            }
-        }
-    }
-
-    /**
-     * One round of client-go's tryAcquireOrRenew: read the Lease (create it where it does not exist), decide
-     * ({@link LeaseRecord#next}), write. True when this warden holds it now.
-     */
-    private boolean tryAcquireOrRenew() {
-        Moment asked = clock.now();
-        state.updateAndGet(s -> s.asked(asked));
-        try {
-            Optional<LeaseStore.Stored> read = store.get();
-            answered();
-            if (read.isEmpty()) {
-                return create(asked);
-            }
-            warnedUnusable.set(false);
-            LeaseRecord record = read.get().record();
-            state.updateAndGet(s -> s.read(record.holder(), record.renewTime(), settings.identity()));
-            if (observed.map(o -> !o.record().equals(record)).orElse(true)) {
-                observedAt = clock.now();
-            }
-            observed = read;
-            report(record.holder());
-            Optional<LeaseRecord> next = record.next(settings.identity(), settings.duration(), observedAt, clock.now(),
-                    wall.instant());
-            if (next.isEmpty()) {
-                return false;
-            }
-            Moment sent = clock.now();
-            state.updateAndGet(s -> s.asked(sent));
-            return written(store.update(read.get(), next.get()), next.get(), sent);
         } catch (LeaseStore.Refused e) {
-            answered();
-            state.updateAndGet(LeaseState::failed);
-            if (e.status() == 403) {
-                warnUnusable("may not be " + e.what() + " by this warden: its Role allows another Lease"
-                        + " (warden.gate.lease.name must name the Lease the chart made)");
-            } else if (e.status() != 409) {
-                LOG.debugf("%s", e.getMessage());
-            }
-            return false;
+            return new LeaseLoop.Answer.Refused(e);
         } catch (IOException | RuntimeException e) {
-            state.updateAndGet(LeaseState::failed);
-            if (warnedUnanswered.compareAndSet(false, true)) {
-                LOG.warnf("The API server did not answer for the Lease %s (%s); asking again every %d s", store.describe(),
-                        e.toString(), settings.retryPeriod().toSeconds());
-            }
-            return false;
+            return new LeaseLoop.Answer.Unanswered(e.toString());
         } catch (InterruptedException e) {
-            state.updateAndGet(LeaseState::failed);
-            return false;
-        }
-    }
-
-    /**
-     * The Lease does not exist: created, naming this warden. The chart makes the Lease and its Role has no create (RBAC
-     * cannot name what a create makes): a warden that gets here finds the Lease deleted, or not yet made, and the API
-     * server refuses.
-     */
-    private boolean create(Moment sent) throws IOException, InterruptedException, LeaseStore.Refused {
-        LeaseRecord first = LeaseRecord.first(settings.identity(), settings.duration(), wall.instant());
-        try {
-            return written(store.create(first), first, sent);
-        } catch (LeaseStore.Refused e) {
-            if (e.status() != 403) {
-                throw e;
-            }
-            state.updateAndGet(LeaseState::failed);
-            warnUnusable("does not exist, and this warden may not create it (its Role allows get and update on that one"
-                    + " Lease): helm upgrade creates it again, or create it with kubectl, spec.leaseDurationSeconds "
-                    + settings.duration().toSeconds());
-            return false;
-        }
-    }
-
-    private void answered() {
-        if (warnedUnanswered.getAndSet(false)) {
-            LOG.infof("The API server answers for the Lease %s again", store.describe());
-        }
-    }
-
-    /** A write the API server took, sent at {@code sent}. */
-    private boolean written(LeaseStore.Stored stored, LeaseRecord record, Moment sent) {
-        observed = Optional.of(stored);
-        observedAt = clock.now();
-        state.updateAndGet(s -> s.accepted(record.holder().orElse(""), record.renewTime(), settings.identity(), sent));
-        report(record.holder());
-        return record.holder().filter(settings.identity()::equals).isPresent();
-    }
-
-    /** The holder seen changed: logged once per change, as client-go reports a new leader. */
-    private void report(Optional<String> holder) {
-        if (holder.equals(reported)) {
-            return;
-        }
-        reported = holder;
-        state.updateAndGet(s -> s.newLeader(holder));
-        holder.filter(h -> !h.equals(settings.identity()))
-                .ifPresent(h -> LOG.infof("The Lease %s is held by %s", settings.name(), h));
-    }
-
-    /** A leader lets the Lease go, as client-go releases it: no holder, a second's duration. */
-    private void release() {
-        Optional<LeaseStore.Stored> last = observed;
-        if (last.isEmpty() || !last.get().record().holder().equals(Optional.of(settings.identity()))) {
-            return;
-        }
-        try {
-            observed = Optional.of(store.update(last.get(), last.get().record().released(wall.instant())));
-            report(Optional.empty());
-        } catch (IOException | LeaseStore.Refused | RuntimeException e) {
-            LOG.infof("The Lease %s could not be released (%s): it expires instead", settings.name(), e.getMessage());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            return new LeaseLoop.Answer.Unanswered("interrupted");
         }
     }
 
@@ -353,17 +206,9 @@ public final class LeaseElection implements GateElection {
     @Override
     public void stepAside() {
         Duration aside = settings.retryPeriod().multipliedBy(3);
-        state.updateAndGet(s -> s.asideUntil(clock.now().plus(aside)));
-        letGo.set(true);
+        loop.stepAside(clock.now().plus(aside));
         wakeUp();
         LOG.infof("Stepping aside from the Lease %s for %d s", settings.name(), aside.toSeconds());
-    }
-
-    /** Logged once until a read finds the Lease again; the elector retries every retry period meanwhile. */
-    private void warnUnusable(String what) {
-        if (warnedUnusable.compareAndSet(false, true)) {
-            LOG.warnf("The Lease %s %s. This warden does not lead until then.", store.describe(), what);
-        }
     }
 
     /**
@@ -372,9 +217,7 @@ public final class LeaseElection implements GateElection {
      */
     @Override
     public void close(boolean letGo) {
-        this.letGo.set(letGo);
-        stopped.set(true);
-        state.updateAndGet(LeaseState::stoppedLeading);
+        loop.stop(letGo);
         wakeUp();
         Thread contender = thread;
         if (contender != null && letGo) {
@@ -389,22 +232,17 @@ public final class LeaseElection implements GateElection {
         }
     }
 
-    /** Neither told to stop nor to step aside. */
-    private boolean contending() {
-        return !stopped.get() && !letGo.get();
-    }
-
     private void wakeUp() {
         synchronized (wake) {
             wake.notifyAll();
         }
+        wakeDriver.run();
     }
 
-    /** Sleeps for {@code duration}, or until told to stop or step aside. */
-    private void pause(Duration duration) {
-        Moment until = clock.now().plus(duration);
+    /** Sleeps until {@code until}, or until told to stop or step aside. */
+    private void pause(Moment until) {
         synchronized (wake) {
-            while (contending()) {
+            while (loop.contending()) {
                 long left = until.since(clock.now()).toMillis();
                 if (left <= 0) {
                     return;
@@ -413,7 +251,7 @@ public final class LeaseElection implements GateElection {
                     wake.wait(left);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
-                    stopped.set(true);
+                    loop.stop(false);
                     return;
                 }
             }

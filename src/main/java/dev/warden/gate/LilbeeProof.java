@@ -69,7 +69,9 @@ public final class LilbeeProof {
             scannedAt = null;
         }
         locked.entrySet().removeIf(e -> !wanted.contains(e.getKey()) || !lockedThrough(e.getValue(), e.getKey()));
-        open.entrySet().removeIf(e -> !wanted.contains(e.getKey()) || !onFile(e.getValue(), e.getKey()));
+        // An open descriptor is forgotten only when the kernel says it is closed or on another file: a look that failed
+        // would let a stepped-down lilbee count as done while it may still hold server.lock.
+        open.entrySet().removeIf(e -> !wanted.contains(e.getKey()) || movedOff(e.getValue(), e.getKey()));
         if (locked.size() < wanted.size() && (scannedAt == null || now.since(scannedAt).compareTo(SCAN_INTERVAL) >= 0)) {
             scannedAt = now;
             scan(wanted);
@@ -90,6 +92,10 @@ public final class LilbeeProof {
                 open.put(file.get(), fd);
             }
         }
+    }
+
+    private boolean movedOff(int fd, FileId file) {
+        return procs.closed(pid, fd) || procs.fileOf(pid, fd).filter(other -> !other.equals(file)).isPresent();
     }
 
     private boolean onFile(int fd, FileId file) {

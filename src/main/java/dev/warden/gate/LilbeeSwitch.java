@@ -25,22 +25,27 @@ import org.jboss.logging.Logger;
  * ({@code lilbee <pid> <start ticks> <launched>} or {@code lilbee none}), the end of the permit it holds
  * ({@code permit <until>}, 0 for none), the lilbee it has prepared, its modules loaded, for a permit to start in
  * ({@code warm <pid>} or {@code warm none}), and the gate file whose lock it holds for its lilbee ({@code gate <st_dev>
- * <st_ino>} or {@code gate none}: the descriptor a start passed, which it keeps and hands to nobody); it says {@code step-down} when it is SIGTERMed (its pod, or its container,
- * is going away: it is terminating from then on) and {@code exiting} last, when it exits with its lilbee gone. Each
- * {@code hello <protocol> <pid>} of the supervisor's is answered {@code hello <protocol> <now>}: it believes warden only
- * on a hello that reads its own monotonic clock, and asks again after one read late.
+ * <st_ino>} or {@code gate none}: the descriptor a start passed, which it keeps, never gives lilbee, and gives back
+ * only to the warden it believes, with its first report to it); it says {@code step-down} when it is SIGTERMed (its
+ * pod, or its container, is going away: it is terminating from then on) and {@code exiting} last, when it exits with its
+ * lilbee gone. Each {@code hello <protocol> <pid>} of the supervisor's is answered {@code hello <protocol> <now>}: it
+ * believes warden only on a hello that reads its own monotonic clock, asks again after one read late, and reports
+ * (and so hears warden's words, which wait for its first report) only once it believes.
  *
  * <p><b>One supervisor per switch.</b> Every process of lilbee's container runs as warden's UID and can connect here,
  * so the first to say hello is the supervisor until its connection closes: later connections are refused (accepted and
  * closed), and the established one is never dropped for a newer. Words, the gate lock's descriptor, reports, stops'
  * answers and step-downs travel on that one connection alone, and the gate proves as lilbee only a descendant of its
- * peer's process ({@link #supervisorPid()}, from {@code SO_PEERCRED}). Nothing it is sent is kept: a descriptor
- * anyone passes here is closed. A peer of another UID is not listened to.
+ * peer's process ({@link #supervisorPid()}, from {@code SO_PEERCRED}). The one descriptor kept is the one the
+ * supervisor passes with its report's gate line ({@link #takeOfferedGate()}), which warden holds only as the open file
+ * that holds the gate's lock; any other is closed. A peer of another UID is not listened to.
  *
- * <p>Everything here is non-blocking and runs on the gate keeper's thread, once a round; what a supervisor sends is
- * capped per line and per connection, and a supervisor that does not read is let go.
+ * <p>Everything here is non-blocking and runs on the gate keeper's thread, once a round; what a round reads and accepts
+ * is capped (a flood waits for the next round, in the kernel's buffers), a line too, and a supervisor that does not read
+ * is let go.
  *
- * <p>Not final only so that the simulation's mutation test can undo the one-supervisor rule (GateMutationTest).
+ * <p>Not final only so that the simulation's mutation test can undo the one-supervisor rule and the answer to a stop
+ * said here (GateMutationTest).
  */
 public class LilbeeSwitch implements AutoCloseable {
 
@@ -60,6 +65,10 @@ public class LilbeeSwitch implements AutoCloseable {
     private static final Duration REFUSALS_LOGGED_EVERY = Duration.ofSeconds(10);
     /** How often a word is said again though it has not changed: permits are renewed well within their length. */
     static final Duration REPEAT = Duration.ofMillis(500);
+    /** What one round reads from one connection at most: a supervisor's report is a few hundred bytes. */
+    private static final int READ_PER_ROUND = 8192;
+    /** Connections one round accepts at most: the rest wait in the backlog, or are refused by the kernel. */
+    private static final int ACCEPTS_PER_ROUND = 16;
 
     private final Posix posix;
     private final Path path;
@@ -82,6 +91,13 @@ public class LilbeeSwitch implements AutoCloseable {
     private OptionalLong stepDownHeard = OptionalLong.empty();
     private Moment refusalLoggedAt;
     private int refusedSinceLogged;
+    /** The gate lock's descriptor the supervisor gave back, until taken ({@link #takeOfferedGate()}); -1: none. */
+    private int offeredGate = -1;
+    /**
+     * The latest end of the permits said to supervisors that have left without answering a stop for them: only the
+     * process a permit was said to can use it, and only that process can say it is done with it.
+     */
+    private Optional<Moment> permitsOfTheGone = Optional.empty();
 
     /**
      * What the supervisor last reported: the lilbee it runs, if any, the end of the permit it holds, if any, the pid of
@@ -121,12 +137,18 @@ public class LilbeeSwitch implements AutoCloseable {
         Optional<Report> report = Optional.empty();
         String lastWord = "";
         Moment lastSaid;
+        /** The last stop said on this connection: only its answer counts. */
+        long stopSaid;
         /** The last stop this supervisor answered as done ({@code stopped <n>}). */
         long stopped;
         /** It said it exits ({@code exiting}): its lilbee is gone and it starts no other. */
         boolean exiting;
         /** It said {@code step-down}: SIGTERMed, it is going away. Said once; more is not listened to. */
         boolean terminating;
+        /** The latest end of a permit said to it. */
+        Optional<Moment> permitted = Optional.empty();
+        /** A descriptor it passed, for the next line it completes to claim if that is its gate line; -1: none. */
+        int passed = -1;
 
         Connection(int fd, Posix.Peer peer, Moment accepted) {
             this.fd = fd;
@@ -205,7 +227,7 @@ public class LilbeeSwitch implements AutoCloseable {
     /** Takes in new connections, a supervisor's hello, and what the supervisor sent since the last round. */
     public void poll(Moment now) {
         keepThePath(now);
-        acceptAll(now);
+        accept(now);
         for (Connection connection : List.copyOf(pending)) {
             if (now.since(connection.accepted).compareTo(HELLO_WITHIN) > 0) {
                 drop(connection, "it said no hello within " + HELLO_WITHIN.toMillis() + " ms");
@@ -240,6 +262,24 @@ public class LilbeeSwitch implements AutoCloseable {
         return supervisor == null ? lastLeftExiting : supervisor.exiting || supervisor.stopped == stopNumber;
     }
 
+    /**
+     * The latest end of the permits said to supervisors since gone without answering a stop for them (their process
+     * may still hold one: only it could say it is done); empty when there were none.
+     */
+    public Optional<Moment> permitsOfTheGone() {
+        return permitsOfTheGone;
+    }
+
+    /**
+     * The gate lock's descriptor the supervisor passed back with its report (to a restarted warden, or one it
+     * reconnected to), once: the caller owns it from here. Empty when none came since the last call.
+     */
+    public OptionalInt takeOfferedGate() {
+        int fd = offeredGate;
+        offeredGate = -1;
+        return fd < 0 ? OptionalInt.empty() : OptionalInt.of(fd);
+    }
+
     /** The supervisor's pid if it asked warden to step down since the last call (each request is taken once). */
     public OptionalLong takeStepDown() {
         OptionalLong heard = stepDownHeard;
@@ -271,7 +311,9 @@ public class LilbeeSwitch implements AutoCloseable {
         };
         lastKind = kind;
         Connection to = supervisor;
-        if (to == null) {
+        // A supervisor reports first thing once it believes warden, and hears nothing before: a word before its report
+        // (a restarted warden's stop, its gate lock not given back yet) would only reach it together with the hello.
+        if (to == null || to.report.isEmpty()) {
             return;
         }
         boolean news = !to.lastWord.equals(kind) || to.lastSaid == null || now.since(to.lastSaid).compareTo(REPEAT) >= 0;
@@ -281,15 +323,28 @@ public class LilbeeSwitch implements AutoCloseable {
             String line = switch (word) {
                 case Word.Start start -> "start " + start.until().nanos();
                 case Word.Go go -> "go " + go.until().nanos();
-                case Word.Stop stop -> "stop " + stopNumber + " " + printable(stop.reason());
+                case Word.Stop stop -> {
+                    to.stopSaid = stopNumber;
+                    yield "stop " + stopNumber + " " + printable(stop.reason());
+                }
                 case Word.Silent silent -> throw new IllegalStateException("silence is not said");
             };
             send(to, line + "\n", word instanceof Word.Start ? gateFd.orElse(-1) : -1);
+            switch (word) {
+                case Word.Start start -> to.permitted = Optional.of(later(to.permitted, start.until()));
+                case Word.Go go -> to.permitted = Optional.of(later(to.permitted, go.until()));
+                default -> {
+                }
+            }
         }
     }
 
-    private void acceptAll(Moment now) {
-        while (true) {
+    private static Moment later(Optional<Moment> a, Moment b) {
+        return a.filter(b::isBefore).orElse(b);
+    }
+
+    private void accept(Moment now) {
+        for (int accepted = 0; accepted < ACCEPTS_PER_ROUND; accepted++) {
             int fd;
             try {
                 fd = posix.accept(listener);
@@ -346,7 +401,10 @@ public class LilbeeSwitch implements AutoCloseable {
                         + " warden's is back", path, path.getParent());
             }
         } catch (IOException e) {
-            LOG.warnf("The switch socket %s was replaced, and warden's cannot be put back: %s", path, e.getMessage());
+            if (replacedLoggedAt == null || now.since(replacedLoggedAt).compareTo(REFUSALS_LOGGED_EVERY) >= 0) {
+                replacedLoggedAt = now;
+                LOG.warnf("The switch socket %s was replaced, and warden's cannot be put back: %s", path, e.getMessage());
+            }
         }
     }
 
@@ -357,6 +415,14 @@ public class LilbeeSwitch implements AutoCloseable {
      */
     boolean replacesTheSupervisor() {
         return false;
+    }
+
+    /**
+     * Whether {@code stopped <answered>} answers the last stop said on its connection ({@code saidHere}): an answer to
+     * a stop said on another connection (a previous warden's, numbered its own way) says nothing of this one's.
+     */
+    boolean answers(long answered, long saidHere) {
+        return answered == saidHere;
     }
 
     /** Closes a connection at once, logged at most every {@link #REFUSALS_LOGGED_EVERY} with how many since. */
@@ -372,7 +438,7 @@ public class LilbeeSwitch implements AutoCloseable {
     }
 
     private void read(Connection connection, Moment now) {
-        while (isOpen(connection)) {
+        for (int read = 0; read < READ_PER_ROUND && isOpen(connection); ) {
             Posix.Received received;
             try {
                 received = posix.receive(connection.fd, 1024);
@@ -383,9 +449,9 @@ public class LilbeeSwitch implements AutoCloseable {
             if (received == null) {
                 return;
             }
-            // Nothing passed to warden is kept: the gate lock goes from warden, never to it.
+            read += received.bytes().length;
             for (int fd : received.fds()) {
-                posix.close(fd);
+                keepPassed(connection, fd);
             }
             if (received.bytes().length == 0) {
                 drop(connection, "it closed the connection");
@@ -404,6 +470,18 @@ public class LilbeeSwitch implements AutoCloseable {
         }
     }
 
+    /**
+     * A descriptor passed: kept only from the supervisor, one at a time, for its next line to claim (its gate line,
+     * which it sends first in the write the descriptor goes with); from anyone else, or more than one, closed.
+     */
+    private void keepPassed(Connection connection, int fd) {
+        if (connection != supervisor || connection.passed >= 0) {
+            posix.close(fd);
+        } else {
+            connection.passed = fd;
+        }
+    }
+
     private boolean isOpen(Connection connection) {
         return connection == supervisor || pending.contains(connection);
     }
@@ -413,6 +491,16 @@ public class LilbeeSwitch implements AutoCloseable {
         if (connection != supervisor) {
             greet(connection, words, now);
             return;
+        }
+        int passed = connection.passed;
+        connection.passed = -1;
+        if (passed >= 0 && words.length == 3 && words[0].equals("gate")) {
+            if (offeredGate >= 0) {
+                posix.close(offeredGate);
+            }
+            offeredGate = passed;
+        } else if (passed >= 0) {
+            posix.close(passed);
         }
         try {
             switch (words[0]) {
@@ -448,7 +536,9 @@ public class LilbeeSwitch implements AutoCloseable {
                     }
                 }
                 case "stopped" -> {
-                    if (words.length == 2) {
+                    // An answer to a stop said on another connection (a previous warden's, whose numbers were its
+                    // own) says nothing of this one's.
+                    if (words.length == 2 && answers(Long.parseLong(words[1]), connection.stopSaid)) {
                         connection.stopped = Long.parseLong(words[1]);
                     }
                 }
@@ -471,6 +561,7 @@ public class LilbeeSwitch implements AutoCloseable {
     /** A connection's first words: a hello of this protocol makes it the supervisor, if none is; nothing else counts. */
     private void greet(Connection connection, String[] words, Moment now) {
         if (!words[0].equals("hello")) {
+            drop(connection, "its first line was not a hello");
             return;
         }
         pending.remove(connection);
@@ -536,9 +627,17 @@ public class LilbeeSwitch implements AutoCloseable {
     }
 
     private void drop(Connection connection, String why) {
+        if (connection.passed >= 0) {
+            posix.close(connection.passed);
+            connection.passed = -1;
+        }
         if (connection == supervisor) {
             supervisor = null;
             lastLeftExiting = connection.exiting;
+            boolean doneWithItsPermits = connection.exiting || lastKind.equals("stop") && connection.stopped == stopNumber;
+            if (!doneWithItsPermits && connection.permitted.isPresent()) {
+                permitsOfTheGone = Optional.of(later(permitsOfTheGone, connection.permitted.get()));
+            }
             posix.close(connection.fd);
             LOG.infof("lilbee's supervisor (pid %d) left the switch socket (%s)", connection.peer.pid(), why);
         } else if (pending.remove(connection)) {
@@ -568,6 +667,7 @@ public class LilbeeSwitch implements AutoCloseable {
     /** Stops listening, lets every connection go, and takes the socket away if it is still this warden's. */
     @Override
     public void close() {
+        takeOfferedGate().ifPresent(posix::close);
         for (Connection connection : List.copyOf(pending)) {
             drop(connection, "warden stops");
         }

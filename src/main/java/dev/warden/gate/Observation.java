@@ -84,7 +84,8 @@ public record Observation(Moment now, Gate gate, Optional<Lease> lease, Optional
      * @param stopDone whether it answered the last stop said as done, every word said before it heard: no lilbee runs
      *     and it holds no permit
      * @param gate the gate file whose lock it holds for its lilbee (a start's descriptor, which it keeps for as long as
-     *     that lilbee lives, and which lilbee dies with it), if any
+     *     that lilbee lives, and which lilbee dies with it), if any: its word, which says which gate a lilbee runs
+     *     under, never that the gate is held
      */
     public record Supervisor(boolean connected, Optional<Lilbee> lilbee, Optional<Moment> permit, boolean stopDone,
             Optional<FileId> gate) {
@@ -117,13 +118,5 @@ public record Observation(Moment now, Gate gate, Optional<Lease> lease, Optional
         public Lilbee(long pid, long startTicks, Moment launched, Set<FileId> holds) {
             this(pid, startTicks, launched, holds, holds);
         }
-    }
-
-    /**
-     * Whether this pod's supervisor holds the gate file at the path for a lilbee that runs (a warden restarted beside
-     * them holds no descriptor of it: the supervisor gives it to nobody).
-     */
-    public boolean supervisorHoldsTheGate() {
-        return gateAtPath.isPresent() && supervisor.gate().equals(gateAtPath) && supervisor.lilbee().isPresent();
     }
 }

@@ -33,6 +33,12 @@ public final class PodGate implements GateWorld {
     private final MonotonicClock clock;
     private final Supplier<GateElection> lease;
     private final StepDowns stepDowns;
+    private final Duration overrun;
+    /**
+     * The latest end of a permit this warden's previous run (a restart in place) may have given: one permit from this
+     * run's start. No supervisor connected now can say it is done with it: a neighbour may have said hello first.
+     */
+    private final Moment previousRunsPermitsEnd;
     /** When a step-down the supervisor asked for was last taken: at most one a handover period. */
     private Moment supervisorStepDown;
 
@@ -53,7 +59,7 @@ public final class PodGate implements GateWorld {
     }
 
     public PodGate(Posix posix, FileLocker locker, LilbeePaths paths, LilbeeSwitch lilbeeSwitch, GateLock gate,
-            LilbeeProof proof, MonotonicClock clock, Supplier<GateElection> lease, StepDowns stepDowns) {
+            LilbeeProof proof, MonotonicClock clock, Supplier<GateElection> lease, StepDowns stepDowns, GateTimings timings) {
         this.posix = posix;
         this.locker = locker;
         this.paths = paths;
@@ -63,6 +69,8 @@ public final class PodGate implements GateWorld {
         this.clock = clock;
         this.lease = lease;
         this.stepDowns = stepDowns;
+        this.overrun = timings.overrun();
+        this.previousRunsPermitsEnd = clock.now().plus(timings.permit());
     }
 
     public LilbeeSwitch lilbeeSwitch() {
@@ -82,6 +90,7 @@ public final class PodGate implements GateWorld {
     public void hearSupervisor() {
         Moment now = now();
         lilbeeSwitch.poll(now);
+        lilbeeSwitch.takeOfferedGate().ifPresent(gate::adopt);
         OptionalLong asked = lilbeeSwitch.takeStepDown();
         if (asked.isEmpty()) {
             return;
@@ -147,9 +156,15 @@ public final class PodGate implements GateWorld {
         return lilbeeSwitch.report().flatMap(LilbeeSwitch.Report::permit);
     }
 
+    /**
+     * Whether the last stop is done on the word of the supervisor it was said to, and no permit it cannot speak for may
+     * still be used: one this warden's previous run gave, or one said to a supervisor gone since without answering
+     * (only the process a permit went to can use it, and only it can say it is done).
+     */
     @Override
     public boolean supervisorStopDone() {
-        return lilbeeSwitch.stopDone();
+        Moment unanswered = lilbeeSwitch.permitsOfTheGone().filter(previousRunsPermitsEnd::isBefore).orElse(previousRunsPermitsEnd);
+        return lilbeeSwitch.stopDone() && !now().isBefore(unanswered.plus(overrun));
     }
 
     @Override

@@ -233,6 +233,26 @@ public final class FileLocker {
         }
     }
 
+    /**
+     * Takes over descriptor {@code fd}, another process's open file passed over a Unix socket, as a lock this process
+     * holds: only when it is the file at {@code path} and the kernel shows an exclusive flock taken through that very
+     * open file ({@link ProcFs#exclusiveFlock}, read through this process's own descriptor). No lock is taken here: a
+     * descriptor of a free file would have this process share a fresh lock with its sender, who could unlock it at will.
+     * Otherwise the descriptor is closed and nothing is held.
+     */
+    public Optional<HeldLock> adopt(int fd, Path path, ProcFs procs) {
+        try {
+            FileId id = posix.fstat(fd).id();
+            if (id.equals(currentId(path)) && procs.exclusiveFlock(procs.self(), fd, id)) {
+                return Optional.of(new HeldLock(posix, path, fd, id));
+            }
+        } catch (Posix.ErrnoException e) {
+            // not a file this process can look at: not the lock
+        }
+        posix.close(fd);
+        return Optional.empty();
+    }
+
     /** How often a won lock turned out to be on a file no longer at its path (for metrics and tests). */
     public long replacedFileRetries() {
         return replacedFileRetries.sum();

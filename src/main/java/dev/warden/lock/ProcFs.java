@@ -31,6 +31,12 @@ public interface ProcFs {
     Optional<FileId> fileOf(long pid, int fd);
 
     /**
+     * Whether the kernel says {@code pid} has no descriptor {@code fd} (closed): false when it has one, and when it
+     * cannot be looked at, so that a look that failed never counts as a descriptor closed.
+     */
+    boolean closed(long pid, int fd);
+
+    /**
      * At most {@code max} bytes of {@code /proc/<pid>/fdinfo/<fd>}, whose {@code lock:} lines are the locks taken
      * through that open file; empty when it cannot be read.
      */

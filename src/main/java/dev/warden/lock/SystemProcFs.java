@@ -5,7 +5,10 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.Optional;
@@ -99,6 +102,20 @@ public final class SystemProcFs implements ProcFs {
             return Optional.of(new FileId((Long) id.get("dev"), (Long) id.get("ino")));
         } catch (IOException | RuntimeException e) {
             return Optional.empty();
+        }
+    }
+
+    @Override
+    public boolean closed(long pid, int fd) {
+        try {
+            Files.readAttributes(proc.resolve(Long.toString(pid)).resolve("fd").resolve(Integer.toString(fd)),
+                    BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+            return false;
+        } catch (NoSuchFileException e) {
+            // Not the process gone: then it holds nothing, and says so by its start time.
+            return startTicks(pid).isPresent();
+        } catch (IOException | RuntimeException e) {
+            return false;
         }
     }
 

@@ -227,9 +227,10 @@ class HelmChartTest {
                 Integer.parseInt(dev.warden.lock.FileLocker.currentUid()));
                 dev.warden.lock.HeldLock gate = locker.tryLock(data.resolve("warden-gate.lock")).orElseThrow()) {
             supervisor = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(dir.resolve("out").toFile()).start();
-            Await.until("the supervisor connects", () -> {
+            // It reports once it believes warden (its hello answered), and hears nothing before.
+            Await.until("the supervisor connects and reports", () -> {
                 lilbeeSwitch.poll(dev.warden.gate.MonotonicClock.SYSTEM.now());
-                return lilbeeSwitch.connected();
+                return lilbeeSwitch.report().isPresent();
             });
             assertFalse(Files.exists(state), "nothing runs before warden's word");
             java.util.OptionalInt fd = java.util.OptionalInt.of(gate.descriptorToPass());

@@ -139,16 +139,16 @@ class GateDecisionTest {
                         new Standby(new Watch(Optional.of(GATE), NOW.minus(Duration.ofSeconds(3))), at(0), at(0)), free,
                         Elected.class, Word.Stop.class, List.of(Say.class), "lilbee may start 7000 ms after this warden was elected"),
                 row("a fresh warden elected at once: settle",
-                        GatePhase.begin(Optional.of(GATE), NOW), free, Elected.class, Word.Stop.class, List.of(Say.class),
+                        GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), free, Elected.class, Word.Stop.class, List.of(Say.class),
                         "lilbee may start 10000 ms after"),
                 row("a fresh warden beside its lilbee on the server.lock at the path: it goes on, no settle",
-                        GatePhase.begin(Optional.of(GATE), NOW), lilbee(free, 4242, at(0), SERVER, GATE), Elected.class,
+                        GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), lilbee(free, 4242, at(0), SERVER, GATE), Elected.class,
                         Word.Go.class, List.of(Say.class), "elected: this pod's lilbee (pid 4242) holds server.lock: serving"),
                 row("a fresh warden beside a lilbee still starting: it goes on, under the gate lock it holds",
-                        GatePhase.begin(Optional.of(GATE), NOW), lilbee(free, 4242, NOW.minus(Duration.ofSeconds(2)), GATE),
+                        GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), lilbee(free, 4242, NOW.minus(Duration.ofSeconds(2)), GATE),
                         Elected.class, Word.Go.class, List.of(Say.class), "is starting"),
                 row("a fresh warden beside a lilbee that has run for long on no lock at the path (a renamed server.lock):"
-                        + " stop it", GatePhase.begin(Optional.of(GATE), NOW), lilbee(free, 4242, at(0), OLD_SERVER, GATE),
+                        + " stop it", GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), lilbee(free, 4242, at(0), OLD_SERVER, GATE),
                         Elected.class, Word.Stop.class, List.of(Say.class), "holds no lock on the server.lock at the path"),
                 row("elected, server.lock held by a process that is not this pod's lilbee: none starts",
                         elected(), with(free, new Observation.Server(Optional.of(SERVER), Optional.of(LockProbe.HELD),
@@ -170,7 +170,7 @@ class GateDecisionTest {
                         elected(), lilbee(free, 4242, at(0), SERVER, NEW_GATE), Elected.class, Word.Stop.class,
                         List.of(Say.class), "holds the lock of a gate file since replaced"),
                 row("a fresh warden beside a lilbee on server.lock but under another gate file's lock: it settles, lilbee stops",
-                        GatePhase.begin(Optional.of(GATE), NOW), lilbee(free, 4242, at(0), SERVER), Elected.class,
+                        GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), lilbee(free, 4242, at(0), SERVER), Elected.class,
                         Word.Stop.class, List.of(Say.class), "not this warden's"),
                 row("elected, the lilbee proven before now holds a file no longer at the path: stop it",
                         new Elected(new Watch(Optional.of(GATE), at(0)), at(1000), Optional.empty(),
@@ -185,7 +185,7 @@ class GateDecisionTest {
                         longStandby(), with(free, new Observation.Gate.Unlockable("cannot lock it: no locks here")),
                         Standby.class, Word.Stop.class, List.of(Contend.class, Say.class), "no locks here"),
                 lease("lease mode, not asked yet (a restarted warden): not a word, nothing done",
-                        GatePhase.begin(Optional.of(GATE), NOW), with(lilbee(free, 4242, at(0), SERVER, GATE), UNDECIDED),
+                        GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), with(lilbee(free, 4242, at(0), SERVER, GATE), UNDECIDED),
                         Standby.class, Word.Silent.class, List.of(Say.class), "asking the API server"),
                 lease("lease mode, the Lease lost: let the gate go, contend for nothing, stop lilbee",
                         elected(), with(lilbee(free, 4242, at(0), SERVER, GATE), NOT_LEADING), Standby.class, Word.Stop.class,
@@ -194,7 +194,7 @@ class GateDecisionTest {
                         longStandby(), with(with(free, new Observation.Gate.NotHeld()), LEADING), Standby.class,
                         Word.Stop.class, List.of(Contend.class, Say.class), "another warden holds the gate"),
                 lease("lease mode, leading and holding the gate: no settle, the Lease's passing was the wait",
-                        GatePhase.begin(Optional.of(GATE), NOW), with(free, LEADING), Elected.class, Word.Start.class,
+                        GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), with(free, LEADING), Elected.class, Word.Start.class,
                         List.of(Say.class), "lilbee may start"),
                 lease("lease mode on a volume that cannot lock: the Lease alone elects",
                         longStandby(), with(with(free, new Observation.Gate.Unlockable("no locks")), LEADING),
@@ -292,7 +292,7 @@ class GateDecisionTest {
         GateDecision decision = new GateDecision(FILE);
         Step waiting = decision.step(elected(), seen());
         assertEquals(Optional.of(NOW), ((Elected) waiting.phase()).unservedSince());
-        Step settling = decision.step(GatePhase.begin(Optional.of(GATE), NOW), seen());
+        Step settling = decision.step(GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), seen());
         assertEquals(Optional.empty(), ((Elected) settling.phase()).unservedSince(), "not while settling");
         Step served = decision.step(waiting.phase(), lilbee(at(seen(), NOW.plus(Duration.ofSeconds(3))), 4242, at(0), SERVER, GATE));
         assertEquals(Optional.empty(), ((Elected) served.phase()).unservedSince());

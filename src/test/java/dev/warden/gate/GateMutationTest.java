@@ -4,9 +4,18 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.warden.simulation.Sim;
 import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -152,24 +161,87 @@ class GateMutationTest {
         finds(EnumSet.of(Sim.Mutation.SUPERVISOR_DISTRUSTS_FOR_GOOD), GateDecision::new, "pods that cannot serve");
     }
 
+    /**
+     * A lease-mode warden killed and restarted, then SIGTERMed before its supervisor reports: it let the Lease go while
+     * a permit its previous run gave still kept a lilbee. Undone: a fresh warden counts one permit from its start.
+     */
+    @Test
+    void aRestartedWardenThatForgetsItsPreviousRunsPermits() {
+        finds(EnumSet.of(Sim.Mutation.PREVIOUS_RUNS_PERMITS_FORGOTTEN), GateDecision::new, "two lilbees");
+    }
+
+    /**
+     * A stop answered to the next warden its supervisor connected to (a restarted one), taken for an answer to that
+     * warden's own stop of the same number: its Lease went while its lilbee still ran. Undone: a stop is answered, and
+     * its answer counted, on the connection it was said on.
+     */
+    @Test
+    void aStopAnsweredAcrossConnections() {
+        finds(EnumSet.of(Sim.Mutation.STOP_ANSWERED_ACROSS_CONNECTIONS), GateDecision::new,
+                (posix, procs, path, uid) -> new LilbeeSwitch(posix, path, uid, LilbeeSwitch.listen(posix, procs, path)) {
+                    @Override
+                    boolean answers(long answered, long saidHere) {
+                        return true;
+                    }
+                }, "two lilbees");
+    }
+
     private static void finds(Set<Sim.Mutation> mutations, Function<GateTimings, GateDecision> decisions, String what) {
         finds(mutations, decisions, LilbeeSwitch::open, what);
     }
 
-    /** Runs seeds until a violation starting with {@code what} (any, when null) is found, or fails at the budget. */
+    /**
+     * Runs seeds until a violation starting with {@code what} (any, when null) is found, or fails at the budget. The
+     * seeds run on every core, each taken in order, and the answer is the sequential search's: the lowest seed that
+     * finds it, after the steps of every seed below it, so that the steps printed do not depend on the cores.
+     */
     private static void finds(Set<Sim.Mutation> mutations, Function<GateTimings, GateDecision> decisions,
             Sim.Switches switches, String what) {
         String test = StackWalker.getInstance().walk(frames -> frames.map(StackWalker.StackFrame::getMethodName)
                 .filter(name -> !name.equals("finds")).findFirst().orElseThrow());
+        Map<Long, Sim.Outcome> outcomes = new ConcurrentHashMap<>();
+        AtomicLong nextSeed = new AtomicLong(1);
+        AtomicLong stepsRun = new AtomicLong();
+        AtomicLong lowestFinding = new AtomicLong(Long.MAX_VALUE);
+        Runnable searcher = () -> {
+            while (stepsRun.get() < BUDGET) {
+                long seed = nextSeed.getAndIncrement();
+                if (seed > lowestFinding.get()) {
+                    return;
+                }
+                Sim.Outcome outcome = Sim.run(seed, Long.MAX_VALUE, 60, mutations, decisions, switches);
+                outcomes.put(seed, outcome);
+                stepsRun.addAndGet(outcome.steps());
+                if (finds(outcome, what)) {
+                    lowestFinding.accumulateAndGet(seed, Math::min);
+                }
+            }
+        };
+        int cores = Runtime.getRuntime().availableProcessors();
+        Sim.quietly(() -> {
+            try (ExecutorService searchers = Executors.newFixedThreadPool(cores)) {
+                List<Future<?>> searches = IntStream.range(0, cores).<Future<?>>mapToObj(i -> searchers.submit(searcher)).toList();
+                for (Future<?> search : searches) {
+                    search.get();
+                }
+            } catch (ExecutionException e) {
+                throw new IllegalStateException("a simulation run failed", e.getCause());
+            }
+            return null;
+        });
         long steps = 0;
-        for (long seed = 1; steps < BUDGET; seed++) {
-            Sim.Outcome outcome = Sim.run(seed, Long.MAX_VALUE, 60, mutations, decisions, switches);
+        for (long seed = 1; steps < BUDGET && outcomes.containsKey(seed); seed++) {
+            Sim.Outcome outcome = outcomes.get(seed);
             steps += outcome.steps();
-            if (outcome.violation().isPresent() && (what == null || outcome.violation().get().what().startsWith(what))) {
+            if (finds(outcome, what)) {
                 System.out.println("MUTATION " + test + " found after " + steps + " steps: " + outcome.violation().get().report());
                 return;
             }
         }
         fail("the simulation did not find what " + test + " lets in within " + steps + " steps");
+    }
+
+    private static boolean finds(Sim.Outcome outcome, String what) {
+        return outcome.violation().isPresent() && (what == null || outcome.violation().get().what().startsWith(what));
     }
 }

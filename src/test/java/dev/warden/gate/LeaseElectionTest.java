@@ -33,7 +33,7 @@ class LeaseElectionTest {
 
     private LeaseElection election(String identity) {
         LeaseElection election = new LeaseElection(new LeaseElection.Settings("warden-gate", Optional.empty(), identity,
-                Duration.ofSeconds(1), Duration.ofMillis(400), Duration.ofMillis(100)), MonotonicClock.SYSTEM, Clock.systemUTC());
+                Duration.ofSeconds(1), Duration.ofMillis(400), Duration.ofMillis(100)), MonotonicClock.SYSTEM, Clock.systemUTC(), Math::random);
         elections.add(election);
         election.start(lease, Optional.empty());
         return election;

@@ -68,17 +68,11 @@ class GateAttacksInteropIT {
     }
 
     private GatePod theOneServing() {
-        GatePod[] one = new GatePod[1];
-        Await.until("exactly one pod serves", LILBEE, () -> {
-            List<GatePod> ready = pods.stream().filter(p -> p.probe("ready") == 200 && p.lilbeeListens()).toList();
-            one[0] = ready.size() == 1 ? ready.getFirst() : null;
-            return one[0] != null;
-        });
-        return one[0];
+        return GatePod.theOneServing(pods, LILBEE);
     }
 
     private GatePod other(GatePod pod) {
-        return pods.get(0) == pod ? pods.get(1) : pods.get(0);
+        return GatePod.other(pods, pod);
     }
 
     private void neverTwo() {

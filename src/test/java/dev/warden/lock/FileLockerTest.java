@@ -37,6 +37,78 @@ class FileLockerTest {
         assertTrue(Peer.flockCanTake(file));
     }
 
+    /**
+     * A descriptor passed over a Unix socket (a supervisor giving the gate lock back) is held only when it is the file at
+     * the path and its open file already holds the exclusive flock; a descriptor of a free file or another file is
+     * closed, and no lock is taken through it (its sender could unlock a lock taken so).
+     */
+    @Test
+    void adoptedOnlyAsTheOpenFileThatHoldsTheLockOnTheFileAtThePath() throws Exception {
+        Path file = Files.writeString(dir.resolve("gate.lock"), "");
+        Path other = Files.writeString(dir.resolve("other.lock"), "");
+        NativePosix posix = new NativePosix();
+        ProcFs procs = new SystemProcFs();
+        String socket = dir.resolve("give.sock").toString();
+        int listener = posix.listenUnix(socket, 4);
+        Process sender = new ProcessBuilder("python3", "-c", String.join("\n",
+                "import fcntl, socket, sys, time",
+                "def give(path, lock):",
+                "    f = open(path)",
+                "    if lock:",
+                "        fcntl.flock(f, fcntl.LOCK_EX)",
+                "    s = socket.socket(socket.AF_UNIX)",
+                "    s.connect(sys.argv[1])",
+                "    socket.send_fds(s, [b'gate\\n'], [f.fileno()])",
+                "    return f, s",
+                "kept = [give(sys.argv[2], True), give(sys.argv[2], False), give(sys.argv[3], False)]",
+                "time.sleep(30)"), socket, file.toString(), other.toString()).inheritIO().start();
+        try {
+            int[] given = new int[3];
+            for (int i = 0; i < 3; i++) {
+                int connection = accepted(posix, listener);
+                given[i] = received(posix, connection);
+                posix.close(connection);
+            }
+            Optional<HeldLock> held = locker.adopt(given[0], file, procs);
+            assertTrue(held.isPresent(), "the open file that holds the lock");
+            assertFalse(Peer.flockCanTake(file));
+            sender.destroyForcibly().waitFor();
+            assertFalse(Peer.flockCanTake(file), "held through the adopted descriptor once its sender is gone");
+            held.get().close();
+            assertTrue(Peer.flockCanTake(file));
+            assertEquals(Optional.empty(), locker.adopt(given[1], file, procs), "a free file's descriptor: no lock taken");
+            assertTrue(Peer.flockCanTake(file));
+            assertEquals(Optional.empty(), locker.adopt(given[2], file, procs), "another file's");
+        } finally {
+            sender.destroyForcibly().waitFor();
+            posix.close(listener);
+        }
+    }
+
+    private static int accepted(Posix posix, int listener) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (System.nanoTime() < deadline) {
+            int fd = posix.accept(listener);
+            if (fd >= 0) {
+                return fd;
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("no connection");
+    }
+
+    private static int received(Posix posix, int connection) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (System.nanoTime() < deadline) {
+            Posix.Received got = posix.receive(connection, 64);
+            if (got != null && got.fds().length == 1) {
+                return got.fds()[0];
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("no descriptor");
+    }
+
     @Test
     void releasingTwiceIsHarmless() throws Exception {
         Path file = dir.resolve("server.lock");

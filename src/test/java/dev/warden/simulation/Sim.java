@@ -59,8 +59,6 @@ public final class Sim {
         SUPERVISOR_BELIEVES_THE_PORT,
         /** The supervisor believes whatever listens at the switch path, of warden's UID (lilbee's container's too). */
         SUPERVISOR_BELIEVES_ANY_PEER,
-        /** The supervisor gives the gate lock it holds to the warden it connects to. */
-        GATE_GIVEN_BACK,
         /** lilbee, dumpable, is given a descriptor of the gate lock too. */
         LILBEE_HOLDS_THE_GATE,
         /** The supervisor is dumpable: a process of its UID can take its descriptors. */
@@ -74,7 +72,14 @@ public final class Sim {
         /** A hello read late distrusts warden for the life of the connection. */
         SUPERVISOR_DISTRUSTS_FOR_GOOD,
         /** Any number of step-downs a supervisor asks for is taken, at any pace. */
-        STEP_DOWNS_UNLIMITED
+        STEP_DOWNS_UNLIMITED,
+        /** A restarted warden counts no permit of its previous run: its Lease may go while one still keeps a lilbee. */
+        PREVIOUS_RUNS_PERMITS_FORGOTTEN,
+        /**
+         * A supervisor answers a stop to whichever warden it is connected to next, and warden takes an answer to any
+         * number: a previous warden's stop, answered to a restarted one, counts as its own.
+         */
+        STOP_ANSWERED_ACROSS_CONNECTIONS
     }
 
     /**
@@ -151,7 +156,7 @@ public final class Sim {
         this.config = config;
         this.traceLength = traceLength;
         this.wallOffset = new long[config.nodes()];
-        this.api = config.lease() ? Optional.of(new SimApiServer(this)) : Optional.empty();
+        this.api = config.lease() ? Optional.of(new SimApiServer(this, config.timings().lease().orElseThrow().duration())) : Optional.empty();
     }
 
     public static Outcome run(long seed, long maxSteps, int traceLength, Set<Mutation> mutations,
@@ -167,13 +172,31 @@ public final class Sim {
 
     public static Outcome run(long seed, long maxSteps, int traceLength, Set<Mutation> mutations,
             Function<GateTimings, GateDecision> decisions, Switches switches) {
-        java.util.logging.Level before = GATE_LOG.getLevel();
-        GATE_LOG.setLevel(java.util.logging.Level.OFF);
-        try {
+        return quietly(() -> {
             // java.util.Random's first draws barely differ for seeds next to each other: both are drawn from a mix of it.
             Random drawing = new Random(new java.util.SplittableRandom(seed).nextLong());
             Sim sim = new Sim(seed, Config.drawn(drawing, mutations, decisions, switches), traceLength);
             return sim.run(maxSteps);
+        });
+    }
+
+    /** What runs simulations, on any number of threads: their production classes' log silent meanwhile. */
+    public interface Runs<T> {
+        T run() throws InterruptedException;
+    }
+
+    /**
+     * Runs {@code runs} with the production classes' log silent. Runs on several threads are to be wrapped in one call,
+     * made before they start: each run silences it again, and a level restored by one would be another's to restore.
+     */
+    public static <T> T quietly(Runs<T> runs) {
+        java.util.logging.Level before = GATE_LOG.getLevel();
+        GATE_LOG.setLevel(java.util.logging.Level.OFF);
+        try {
+            return runs.run();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while simulating", e);
         } finally {
             GATE_LOG.setLevel(before);
         }

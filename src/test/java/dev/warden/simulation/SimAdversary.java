@@ -16,8 +16,10 @@ import java.util.Optional;
  *       (issue 21's third);
  *   <li>the serving pod's warden killed while a neighbour binds its ports (this issue's third);
  *   <li>a switchover (warden step-down, or the serving pod deleted gracefully), then its supervisor stalled, its warden
- *       killed, a reset (issue 37), or its stepping-down lilbee's descriptors taken and unlocked (issue 48);
- *   <li>the serving pod's warden killed, its supervisor stalled a moment as it greets the restarted one (issue 48);
+ *       killed (and the step-down asked again of the next), a reset (issue 37), or its stepping-down lilbee's
+ *       descriptors taken and unlocked (issue 48);
+ *   <li>the serving pod's warden killed, its supervisor stalled a moment as it greets the restarted one, or in lease
+ *       mode a neighbour greeting that one first and it SIGTERMed as soon as it listens (issue 48);
  *   <li>the serving pod's health port taken while its supervisor restarts, then that supervisor stalled and the data
  *       dir reset under it (issue 48's third).
  * </ul>
@@ -116,7 +118,14 @@ final class SimAdversary {
         sim.at(sim.between(0, Sim.SECOND), null, "the trouble", () -> {
             switch (trouble) {
                 case 0 -> supervisor.ifPresent(p -> pod.hostile.stopForAWhile(p, sim.between(Sim.SECOND, 8 * Sim.SECOND), true));
-                case 1 -> sim.die(warden, "SIGKILL by the adversary, stepping down");
+                case 1 -> {
+                    sim.die(warden, "SIGKILL by the adversary, stepping down");
+                    if (!deleted && sim.chance(0.5)) {
+                        // The switchover asked again of the warden restarted in its place.
+                        whenTheNextListens(pod, warden, sim.now() + 330 * Sim.SECOND, next -> sim.at(sim.between(5 * Sim.SECOND,
+                                20 * Sim.SECOND), null, "the step-down asked again", next::askStepDown));
+                    }
+                }
                 case 2 -> {
                     for (String file : sim.kernel.names()) {
                         sim.kernel.unlink(file);
@@ -134,10 +143,34 @@ final class SimAdversary {
      * (a loaded node): the warden's hello is read late.
      */
     private void restartWardenUnderALateSupervisor(SimPod pod) {
-        sim.log(null, "adversary: " + pod.name + "'s warden killed, its supervisor stalled as it greets the next");
-        sim.die(pod.warden.proc, "SIGKILL by the adversary");
-        // The kubelet restarts warden at once, or after its back-off: watched that long.
-        stallOnGreeting(pod, sim.now() + 330 * Sim.SECOND);
+        boolean thenTerminated = sim.api.isPresent() && sim.chance(0.5);
+        sim.log(null, "adversary: " + pod.name + "'s warden killed, " + (thenTerminated ? "a neighbour greets the next"
+                + " first, and it is SIGTERMed as it listens (its liveness probe failed)" : "its supervisor stalled as it"
+                + " greets the next"));
+        Kernel.Proc killed = pod.warden.proc;
+        sim.die(killed, "SIGKILL by the adversary");
+        if (thenTerminated) {
+            // A neighbour says hello to the next warden before the supervisor can: the supervisor reports nothing to it.
+            pod.neighbour.speak(sim.between(5 * Sim.SECOND, 20 * Sim.SECOND), false);
+            whenTheNextListens(pod, killed, sim.now() + 330 * Sim.SECOND, next -> sim.at(sim.between(0, Sim.SECOND), null,
+                    "the restarted warden SIGTERMed", next::terminate));
+        } else {
+            // The kubelet restarts warden at once, or after its back-off: watched that long.
+            stallOnGreeting(pod, sim.now() + 330 * Sim.SECOND);
+        }
+    }
+
+    /** Once the warden restarted after {@code gone} listens (watched until {@code until}), {@code then} of it. */
+    private void whenTheNextListens(SimPod pod, Kernel.Proc gone, long until, java.util.function.Consumer<SimWarden> then) {
+        if (sim.now() > until || pod.deleted) {
+            return;
+        }
+        SimWarden next = pod.warden;
+        if (next != null && next.proc != gone && next.proc.alive && next.listening()) {
+            then.accept(next);
+            return;
+        }
+        sim.at(50 * Sim.MS, null, "watching for the restarted warden", () -> whenTheNextListens(pod, gone, until, then));
     }
 
     private void stallOnGreeting(SimPod pod, long until) {

@@ -1,23 +1,26 @@
 package dev.warden.simulation;
 
+import dev.warden.gate.LeaseLoop;
+import dev.warden.gate.LeaseRecord;
+import dev.warden.gate.LeaseStore;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
- * The API server in lease mode, holding the one Lease: reads and writes with optimistic concurrency (a write states the
- * version it read; another's write in between makes it a conflict). It answers in milliseconds, or, as the hostile
- * makes it, slowly, not at all for a while (a stalled request is applied and answered when the stall ends, long after
- * its client gave up), or with an error.
+ * The API server in lease mode, holding the one Lease (made by the chart: no holder, its duration): reads, and writes
+ * with optimistic concurrency (a write names the version it read; another's write in between makes it a 409), as the
+ * real one answers {@link dev.warden.gate.ApiLeases}. It answers in milliseconds, or, as the hostile makes it, slowly,
+ * not at all for a while (a stalled request is applied and answered when the stall ends, long after its client gave
+ * up), or with an error.
  */
 final class SimApiServer {
 
-    /** The Lease as stored. */
-    record Record(String holder, long version) {
-    }
-
     private final Sim sim;
-    private Record lease = new Record("", 0);
+    private LeaseStore.Stored lease;
+    private long version;
     private long stalledUntil;
     private long refusingUntil;
     private long slowUntil;
@@ -25,26 +28,31 @@ final class SimApiServer {
     /** When the Lease was last written. */
     long writtenAt;
 
-    SimApiServer(Sim sim) {
+    SimApiServer(Sim sim, Duration duration) {
         this.sim = sim;
+        this.lease = new LeaseStore.Stored(new LeaseRecord(Optional.empty(), Optional.of(duration), Optional.empty(),
+                Optional.empty(), 0), version);
     }
 
-    /** A read: the Lease, to {@code answer}; null on an error. */
-    void get(Consumer<Record> answer) {
-        request(() -> answer.accept(lease), () -> answer.accept(null));
+    /** {@code request} served, its answer to {@code answer}. */
+    void serve(LeaseLoop.Request request, Consumer<LeaseLoop.Answer> answer) {
+        request(() -> answer.accept(switch (request) {
+            case LeaseLoop.Request.Get get -> new LeaseLoop.Answer.Lease(Optional.of(lease));
+            // The chart makes the Lease, and warden's Role may not create one: the real API server says 403 or 409.
+            case LeaseLoop.Request.Create create -> new LeaseLoop.Answer.Refused(new LeaseStore.Refused(409, "created",
+                    "the Lease exists"));
+            case LeaseLoop.Request.Update update -> write(update);
+        }), () -> answer.accept(new LeaseLoop.Answer.Unanswered("the API server answered 503")));
     }
 
-    /** A write of {@code holder} ("" releases it) over the version read: whether it was taken, to {@code answer}. */
-    void put(String holder, long readVersion, Consumer<Boolean> answer) {
-        request(() -> {
-            boolean taken = lease.version() == readVersion;
-            if (taken) {
-                lease = new Record(holder, lease.version() + 1);
-                writtenAt = sim.now();
-                sim.log(null, "the API server writes the Lease: " + (holder.isEmpty() ? "released" : "held by " + holder));
-            }
-            answer.accept(taken);
-        }, () -> answer.accept(false));
+    private LeaseLoop.Answer write(LeaseLoop.Request.Update update) {
+        if (!update.read().version().equals(lease.version())) {
+            return new LeaseLoop.Answer.Refused(new LeaseStore.Refused(409, "written", "the Lease changed since it was read"));
+        }
+        lease = new LeaseStore.Stored(update.record(), ++version);
+        writtenAt = sim.now();
+        sim.log(null, "the API server writes the Lease: " + update.record().holder().map(h -> "held by " + h).orElse("released"));
+        return new LeaseLoop.Answer.Lease(Optional.of(lease));
     }
 
     private void request(Runnable served, Runnable refused) {

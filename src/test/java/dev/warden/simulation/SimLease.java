@@ -1,165 +1,111 @@
 package dev.warden.simulation;
 
-import dev.warden.gate.GateElection;
 import dev.warden.gate.GateTimings;
-import dev.warden.gate.LeaseRecord;
-import dev.warden.gate.LeaseState;
-import dev.warden.gate.Moment;
+import dev.warden.gate.LeaseElection;
+import dev.warden.gate.LeaseLoop;
+import java.time.Clock;
 import java.time.Instant;
+import java.time.ZoneOffset;
 import java.util.Optional;
 
 /**
- * A warden's Lease election in the simulation: {@link dev.warden.gate.LeaseElection}'s loop as client-go runs it (acquire
- * or renew every retry period, a little jittered while not leading; a leader that has not renewed within the renew
- * deadline steps down), each request cut off after a retry period, around warden's own {@link LeaseState} and its
- * decision of what to write ({@link LeaseRecord#next}: a Lease another holds is taken only once it has gone a Lease
- * duration unchanged as this warden observed it), whose every transition and decision is the real one.
+ * A warden's Lease election in the simulation: the production {@link LeaseElection} (the gate reads its lead through it)
+ * and its {@link LeaseLoop}, driven here as its own thread drives it on a machine: the loop's next step asked, its
+ * waits kept on the simulation's clock (ended at once when it steps aside or stops), its requests sent to the simulated
+ * API server, each cut off after a retry period (a late answer is dropped, as the API client drops it). Its wall clock
+ * is the simulation's time from the epoch, its jitter the seed's.
  */
-final class SimLease implements GateElection {
+final class SimLease {
 
     private final Sim sim;
     private final SimWarden warden;
     private final SimApiServer api;
-    private final String identity;
-    private final GateTimings.Lease timings;
-    private LeaseState state;
-    private SimApiServer.Record observed;
-    private long observedAt;
-    private long lastRenewed;
-    private long asideUntil;
-    private long attempt;
+    final LeaseElection election;
+    private final long requestTime;
+    private LeaseLoop loop;
+    /** Bumped by every turn scheduled: a wait's turn runs only if nothing scheduled one since. */
+    private long turns;
+    /** Bumped by every request sent: an answer counts only for the request in flight. */
+    private long requests;
+    private boolean awaiting;
+    private boolean done;
 
     SimLease(Sim sim, SimWarden warden, SimApiServer api, String identity) {
         this.sim = sim;
         this.warden = warden;
         this.api = api;
-        this.identity = identity;
-        this.timings = sim.config.timings().lease().orElseThrow();
-        this.state = LeaseState.initial(sim.moment());
+        GateTimings.Lease timings = sim.config.timings().lease().orElseThrow();
+        this.requestTime = timings.retryPeriod().toNanos();
+        Clock wall = new Clock() {
+            @Override
+            public ZoneOffset getZone() {
+                return ZoneOffset.UTC;
+            }
+
+            @Override
+            public Clock withZone(java.time.ZoneId zone) {
+                return this;
+            }
+
+            @Override
+            public Instant instant() {
+                return Instant.EPOCH.plusNanos(sim.now());
+            }
+        };
+        this.election = new LeaseElection(new LeaseElection.Settings("gate", Optional.empty(), identity, timings.duration(),
+                timings.renewDeadline(), timings.retryPeriod()), sim::moment, wall, sim.random::nextDouble);
     }
 
     void start() {
-        state = state.began(sim.moment());
-        tryAcquireOrRenew();
-    }
-
-    @Override
-    public Optional<Moment> leadingUntil() {
-        return state.leadingUntil(sim.moment(), timings.renewDeadline());
-    }
-
-    @Override
-    public boolean decided() {
-        return state.decided(sim.moment(), timings.retryPeriod());
-    }
-
-    @Override
-    public String name() {
-        return "gate";
-    }
-
-    @Override
-    public String identity() {
-        return identity;
-    }
-
-    @Override
-    public Optional<String> holder() {
-        return state.holder();
-    }
-
-    @Override
-    public Optional<java.time.Duration> stalled(java.time.Duration patience) {
-        return Optional.empty();
-    }
-
-    /** Stops contending: as the keeper's last step, releasing the Lease only when told it may. */
-    @Override
-    public void close(boolean letGo) {
-        if (letGo) {
-            release();
-        }
-    }
-
-    private long nanos(java.time.Duration d) {
-        return d.toNanos();
-    }
-
-    private void tryAcquireOrRenew() {
-        long now = sim.now();
-        long retry = nanos(timings.retryPeriod());
-        if (now < asideUntil) {
-            sim.at(asideUntil - now, warden.proc, "back in the election", this::tryAcquireOrRenew);
-            return;
-        }
-        if (state.leading() && now - lastRenewed >= nanos(timings.renewDeadline())) {
-            state = state.stoppedLeading();
-            sim.log(warden.proc, "steps down: no renewal within the renew deadline");
-        }
-        long mine = ++attempt;
-        state = state.asked(sim.moment());
-        api.get(record -> answered(mine, now, record));
-        long next = state.leading() ? retry : (long) (retry * (1 + 0.2 * sim.random.nextDouble()));
-        sim.at(next, warden.proc, "Lease attempt", this::tryAcquireOrRenew);
-    }
-
-    /** A read answered (null: an error), or too late: a request is cut off after a retry period. */
-    private void answered(long which, long sent, SimApiServer.Record record) {
-        if (!warden.proc.alive || which != attempt || sim.now() - sent > nanos(timings.retryPeriod())) {
-            return;
-        }
-        if (record == null) {
-            state = state.failed();
-            return;
-        }
-        state = state.read(Optional.of(record.holder()).filter(h -> !h.isEmpty()), Optional.empty(), identity);
-        if (!record.equals(observed)) {
-            observed = record;
-            observedAt = sim.now();
-        }
-        LeaseRecord lease = new LeaseRecord(Optional.of(record.holder()).filter(h -> !h.isEmpty()), Optional.of(timings.duration()),
-                Optional.empty(), Optional.empty(), 0);
-        if (lease.next(identity, timings.duration(), new Moment(observedAt), sim.moment(), Instant.EPOCH).isEmpty()) {
-            if (state.leading()) {
-                state = state.stoppedLeading();
-            }
-            state = state.newLeader(Optional.of(record.holder()));
-            return;
-        }
-        long writeSent = sim.now();
-        state = state.asked(sim.moment());
-        Moment sentAt = sim.moment();
-        api.put(identity, record.version(), taken -> {
-            if (!warden.proc.alive || which != attempt || sim.now() - writeSent > nanos(timings.retryPeriod())) {
-                return;
-            }
-            if (!taken) {
-                state = state.failed();
-                return;
-            }
-            state = state.accepted(identity, Optional.empty(), identity, sentAt);
-            lastRenewed = writeSent;
-            if (!state.leading()) {
-                state = state.startedLeading(identity);
-                sim.log(warden.proc, "holds the Lease");
-            }
+        loop = election.drivenBy("sim/gate", () -> {
+            long turn = ++turns;
+            sim.at(0, warden.proc, "the Lease loop woken", () -> turnIf(turn));
         });
+        turn();
     }
 
-    /** Lets the Lease go and stays out for three retry periods. */
-    @Override
-    public void stepAside() {
-        release();
-        asideUntil = sim.now() + 3 * nanos(timings.retryPeriod());
-        state = state.asideUntil(new Moment(asideUntil));
+    /** Whether the loop has ended (stopped, its release sent and answered where it was told to release). */
+    boolean done() {
+        return done;
     }
 
-    /** A leader's release, as the election sends it when it steps aside or stops. */
-    void release() {
-        if (state.leading() && observed != null) {
-            api.put("", observed.version() + 1, taken -> { });
+    private void turnIf(long turn) {
+        if (turn == turns) {
+            turn();
         }
-        state = state.stoppedLeading();
-        attempt++;
+    }
+
+    private void turn() {
+        if (!warden.proc.alive || awaiting || done) {
+            return;
+        }
+        switch (loop.next(sim.moment())) {
+            case LeaseLoop.Next.Done ended -> done = true;
+            case LeaseLoop.Next.Wait wait -> {
+                long turn = ++turns;
+                sim.at(Math.max(0, wait.until().nanos() - sim.now()), warden.proc, "Lease loop", () -> turnIf(turn));
+            }
+            case LeaseLoop.Next.Ask ask -> {
+                long request = ++requests;
+                awaiting = true;
+                // Read by the warden's process: not while it is stopped.
+                api.serve(ask.request(), answer -> sim.at(0, warden.proc, "a Lease answer read", () -> answer(request, answer)));
+                sim.at(requestTime, warden.proc, "a Lease request cut off",
+                        () -> answer(request, new LeaseLoop.Answer.Unanswered("no answer within a retry period")));
+            }
+        }
+    }
+
+    private void answer(long request, LeaseLoop.Answer answer) {
+        if (request != requests || !awaiting || !warden.proc.alive) {
+            return;
+        }
+        awaiting = false;
+        boolean leading = loop.state().leading();
+        loop.answered(answer, sim.moment());
+        if (loop.state().leading() != leading) {
+            sim.log(warden.proc, leading ? "steps down from the Lease" : "holds the Lease");
+        }
+        turn();
     }
 }

@@ -67,6 +67,18 @@ final class SimProcFs implements ProcFs {
     }
 
     @Override
+    public boolean closed(long pid, int fd) {
+        return lookInto(pid).map(target -> {
+            try {
+                target.handle(fd);
+                return false;
+            } catch (Posix.ErrnoException e) {
+                return true;
+            }
+        }).orElse(false);
+    }
+
+    @Override
     public byte[] fdinfo(long pid, int fd, int max) {
         return ofd(pid, fd).map(ofd -> {
             boolean locked = ofd.exclusive || blindToItsOwnLocks && pid == proc.pid;

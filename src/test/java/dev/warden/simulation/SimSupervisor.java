@@ -10,9 +10,10 @@ import java.util.Optional;
  * in a model of its shell that speaks the switch's protocol, line for line, over the simulated kernel's Unix socket, as
  * helm/warden/files/lilbee-supervisor.py does. It connects to whatever listens at its pod's switch path and believes it
  * only if it is warden (of another container than its own, and while the warden it believed lives, that one), and only
- * after a hello that reads its clock (a late one is asked again); it keeps a permit's gate lock itself, hands it to
- * nobody, and its lilbee dies with it; it reports what it runs, the permit and the gate it holds, in one write, on every
- * change and once a second, and does as its rules say. As the chart's ({@code --prepare}), it keeps a prepared lilbee
+ * after a hello that reads its clock (a late one is asked again); it keeps a permit's gate lock itself, never gives it
+ * lilbee, and its lilbee dies with it; to the warden it believes it reports what it runs, the permit and the gate it
+ * holds, in one write, on every change and once a second (the first report to a warden that did not give it the gate
+ * lock carries the lock's descriptor back), and does as its rules say. As the chart's ({@code --prepare}), it keeps a prepared lilbee
  * waiting while none runs, and starts lilbee in it on a permit (cold when there is none, or it was killed; another after
  * 30 s). Undumpable: no process of its UID looks into it or takes its descriptors. A stopped supervisor hears nothing and
  * does nothing until it goes on.
@@ -42,6 +43,8 @@ final class SimSupervisor {
     private int wardenFd;
     private Kernel.Proc wardenProc;
     private boolean trusted;
+    /** Whether the warden connected has the gate lock's open file: it gave it, or was given it back. */
+    private boolean gateGiven;
     private boolean distrusted;
     private long helloAt;
     private long nextTry;
@@ -175,10 +178,15 @@ final class SimSupervisor {
         wardenProc = connection.peerCred;
         connection.onReadable = () -> sim.at(0, proc, "warden's socket readable", this::turn);
         trusted = false;
+        gateGiven = false;
         distrusted = false;
         helloAt = sim.now();
         in.setLength(0);
         lastReport = "";
+        // A stop is answered to the warden that said it: another numbers its stops its own way.
+        if (!sim.mutated(Sim.Mutation.STOP_ANSWERED_ACROSS_CONNECTIONS)) {
+            ackWanted = 0;
+        }
         refusedLast = "";
         sim.log(proc, "connected to " + wardenProc);
     }
@@ -213,10 +221,6 @@ final class SimSupervisor {
         if (warden != null && !trusted && sim.now() >= helloAt) {
             send("hello 1 " + proc.pid, null);
             helloAt = sim.now() + HELLO_AGAIN;
-            if (sim.mutated(Sim.Mutation.GATE_GIVEN_BACK) && gate != null) {
-                // As the supervisor did: the gate lock its lilbee runs under, given to whatever it connected to.
-                send("gate", gate);
-            }
         }
     }
 
@@ -279,6 +283,7 @@ final class SimSupervisor {
                     distrusted = true;
                 }
             } else if (trusted && words[0].equals("start") && words.length == 2) {
+                long until = Long.parseLong(words[1]);
                 Kernel.Ofd given = fds.isEmpty() ? null : fds.getFirst();
                 for (Kernel.Ofd extra : fds.subList(Math.min(1, fds.size()), fds.size())) {
                     proc.close(extra);
@@ -291,15 +296,18 @@ final class SimSupervisor {
                         proc.close(gate);
                     }
                     gate = given;
+                    gateGiven = true;
                 } else if (given != null) {
                     proc.close(given);
                 }
                 fds = List.of();
-                apply("start", Long.parseLong(words[1]));
+                apply("start", until);
             } else if (trusted && words[0].equals("go") && words.length == 2) {
                 apply("go", Long.parseLong(words[1]));
-            } else if (trusted && words[0].equals("stop") && words.length >= 2) {
-                ackWanted = Long.parseLong(words[1]);
+            } else if (trusted && words[0].equals("stop")) {
+                if (words.length >= 2 && words[1].chars().allMatch(Character::isDigit) && !words[1].isEmpty()) {
+                    ackWanted = Long.parseLong(words[1]);
+                }
                 apply("stop", 0);
             }
         } catch (NumberFormatException e) {
@@ -384,12 +392,15 @@ final class SimSupervisor {
         String held = holding == null ? "gate none" : "gate " + holding.device() + " " + holding.inode();
         String warm = prepared().map(p -> "warm " + p.proc.pid).orElse("warm none");
         String line = held + "\n" + running + "\npermit " + permit + "\n" + warm;
-        if (warden == null || line.equals(lastReport) && sim.now() - reportedAt < REPORT) {
+        if (warden == null || !trusted || line.equals(lastReport) && sim.now() - reportedAt < REPORT) {
             return;
         }
         lastReport = line;
         reportedAt = sim.now();
-        send(line, null);
+        // The gate lock's open file goes back with the first report to a warden believed that does not hold it.
+        Kernel.Ofd giveBack = gateGiven ? null : gate;
+        gateGiven = true;
+        send(line, giveBack);
     }
 
     /** The stop answered once done, to the warden connected (a stopping warden lets its Lease go on it). */

@@ -5,6 +5,7 @@ import dev.warden.gate.GateDecision;
 import dev.warden.gate.GateLock;
 import dev.warden.gate.GatePhase;
 import dev.warden.gate.GateRound;
+import dev.warden.gate.GateTimings;
 import dev.warden.gate.GateWorld;
 import dev.warden.gate.LilbeeProof;
 import dev.warden.gate.LilbeeSwitch;
@@ -26,7 +27,8 @@ import java.util.concurrent.CompletableFuture;
  * {@link GateLock} over the real {@link FileLocker}, {@link LilbeeProof}, {@link GateRound} and {@link GateDecision}),
  * every 50 ms and at once when a wait for the gate lock ends, as the keeper's loop runs it, over this process's share
  * of the simulated kernel ({@link SimPosix}, {@link SimProcFs}). Undumpable, as warden makes itself: no process of its
- * UID looks into it or takes its descriptors. Its Lease, in lease mode, is {@link SimLease}.
+ * UID looks into it or takes its descriptors. Its Lease, in lease mode, is the production election, driven by
+ * {@link SimLease}.
  */
 final class SimWarden {
 
@@ -72,15 +74,22 @@ final class SimWarden {
                 return;
             }
             world = new PodGate(posix, locker, Sim.PATHS, lilbeeSwitch, new GateLock(locker, procs, Sim.PATHS.gateLock(),
-                    Duration.ofSeconds(1)), new LilbeeProof(procs, sim::moment), sim::moment, () -> lease.orElse(null),
-                    stepDowns());
+                    Duration.ofSeconds(1)), new LilbeeProof(procs, sim::moment), sim::moment, () -> lease.map(l -> l.election).orElse(null),
+                    stepDowns(), remembered());
             rounding = sim.mutated(Sim.Mutation.ANY_LOCK_PROVES_LILBEE) || sim.mutated(Sim.Mutation.DECOY_ON_A_REPLACED_FILE_PROVES_LILBEE)
                     ? new DecoyTakenForLilbee(world) : world;
-            phase = GatePhase.begin(world.gateAtPath(), sim.moment());
+            phase = GatePhase.begin(world.gateAtPath(), sim.moment(), remembered().permit());
             sim.log(proc, "listening on its switch socket");
             lease.ifPresent(SimLease::start);
             round(++roundNumber);
         });
+    }
+
+    /** The timings as this warden counts its previous run's permits: as given, or (a mutation) with none of them. */
+    private GateTimings remembered() {
+        GateTimings timings = sim.config.timings();
+        return sim.mutated(Sim.Mutation.PREVIOUS_RUNS_PERMITS_FORGOTTEN) ? new GateTimings(timings.settle(), Duration.ZERO,
+                timings.grace(), timings.stallBound(), timings.handoverAfter(), timings.lease()) : timings;
     }
 
     private PodGate.StepDowns stepDowns() {
@@ -161,14 +170,24 @@ final class SimWarden {
     private void awaitStopDone(long deadline) {
         LilbeeSwitch lilbeeSwitch = world.lilbeeSwitch();
         lilbeeSwitch.poll(sim.moment());
-        boolean done = lilbeeSwitch.stopDone() || rounds.decision().mayLetTheLeaseGo(phase, sim.moment());
+        boolean done = world.supervisorStopDone() || rounds.decision().mayLetTheLeaseGo(phase, sim.moment());
         if (lease.isPresent() && !done && sim.now() < deadline) {
             lilbeeSwitch.say(new Word.Stop("warden stops"), sim.moment(), java.util.OptionalInt.empty());
             sim.at(20 * Sim.MS, proc, "waiting for the stop", () -> awaitStopDone(deadline));
             return;
         }
-        lease.ifPresent(l -> l.close(done));
+        lease.ifPresent(l -> l.election.close(done));
         lilbeeSwitch.close();
+        // As the keeper joins the Lease's thread: its release sent and answered, or two retry periods and a second.
+        exitOnceTheLeaseIsDone(sim.now() + 2 * sim.config.timings().lease().map(l -> l.retryPeriod().toNanos()).orElse(0L)
+                + Sim.SECOND);
+    }
+
+    private void exitOnceTheLeaseIsDone(long deadline) {
+        if (lease.isPresent() && !lease.get().done() && sim.now() < deadline) {
+            sim.at(20 * Sim.MS, proc, "waiting for the Lease's loop to end", () -> exitOnceTheLeaseIsDone(deadline));
+            return;
+        }
         sim.at(sim.between(10 * Sim.MS, 300 * Sim.MS), proc, "warden exits", () -> sim.die(proc, "exits (SIGTERM)"));
     }
 

@@ -105,6 +105,22 @@ public final class GatePod implements AutoCloseable {
     }
 
     /** Pods need PID and network namespaces of their own: root, as CI has (the test says so and stops where it is not). */
+    /** The one pod of {@code pods} Ready with its lilbee listening, once exactly one is (within {@code within}). */
+    public static GatePod theOneServing(List<GatePod> pods, Duration within) {
+        GatePod[] one = new GatePod[1];
+        Await.until("exactly one pod serves", within, () -> {
+            List<GatePod> ready = pods.stream().filter(p -> p.probe("ready") == 200 && p.lilbeeListens()).toList();
+            one[0] = ready.size() == 1 ? ready.getFirst() : null;
+            return one[0] != null;
+        });
+        return one[0];
+    }
+
+    /** The other pod of two. */
+    public static GatePod other(List<GatePod> two, GatePod pod) {
+        return two.get(0) == pod ? two.get(1) : two.get(0);
+    }
+
     public static void assumeRoot() {
         if (!"0".equals(dev.warden.lock.FileLocker.currentUid())) {
             String why = "pods in PID and network namespaces of their own need root (unshare, ip netns), as CI has";
