@@ -53,7 +53,7 @@ auto: role with standbys (replicas > 1), readiness for a single pod (no API acce
 {{- and (eq .Values.mode "gate") (or (eq .Values.gate.routing "role") (and (eq .Values.gate.routing "auto") (gt (int .Values.replicas) 1))) }}
 {{- end }}
 
-{{/* Whether warden talks to the API server (a Lease, its pod's role label, Events): its ServiceAccount and token. */}}
+{{/* Whether warden talks to the API server (a Lease, the Service's Endpoints, Events): its ServiceAccount and token. */}}
 {{- define "warden.apiAccess" -}}
 {{- or (eq (include "warden.leaseMode" .) "true") (eq (include "warden.roleRouting" .) "true") .Values.events.enabled }}
 {{- end }}
@@ -171,14 +171,18 @@ seccompProfile:
     - {name: WARDEN_GATE_LEASE_RETRY_PERIOD, value: {{ .Values.gate.lease.retryPeriod | quote }}}
     {{- end }}
     {{- if eq (include "warden.roleRouting" .) "true" }}
-    # Role routing: warden labels its own pod (gate.role.label) primary while it serves, which the Service selects.
+    # Role routing: the serving warden writes its pod's address in the Service's Endpoints (of the Service's name),
+    # with the ports the Service's are served on in this pod.
     - {name: WARDEN_GATE_ROUTING, value: role}
-    - {name: WARDEN_GATE_ROLE_LABEL, value: {{ .Values.gate.role.label | quote }}}
+    - {name: WARDEN_GATE_ROLE_ENDPOINTS, value: {{ include "warden.fullname" . | quote }}}
+    - {name: WARDEN_GATE_ROLE_PORTS, value: "http={{ .Values.lilbee.port }},api={{ .Values.warden.port }},management={{ .Values.warden.managementPort }}"}
+    - name: POD_IP
+      valueFrom: {fieldRef: {fieldPath: status.podIP}}
     {{- end }}
     {{- end }}
     {{- if eq (include "warden.apiAccess" .) "true" }}
-    # The pod warden labels and records Events on; with the node, the Lease's holder identity (<pod>@<node>): restarted
-    # in place, warden renews its Lease.
+    # The pod warden routes to and records Events on; with the node, the Lease's holder identity (<pod>@<node>):
+    # restarted in place, warden renews its Lease.
     - name: POD_NAME
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
     - name: NODE_NAME
@@ -229,7 +233,8 @@ seccompProfile:
     failureThreshold: 2147483647
   readinessProbe:
     {{- if eq (include "warden.roleRouting" .) "true" }}
-    # Role routing: every healthy pod is Ready (everyday tools see the release healthy); the Service selects the role.
+    # Role routing: every healthy pod is Ready (everyday tools see the release healthy); the Service routes through the
+    # Endpoints warden writes.
     httpGet: {path: /q/health/group/routable, port: {{ .Values.warden.managementPort }}}
     {{- else }}
     httpGet: {path: /q/health/ready, port: {{ .Values.warden.managementPort }}}

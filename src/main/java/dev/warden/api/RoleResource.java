@@ -13,8 +13,8 @@ import jakarta.ws.rs.core.Response;
 /**
  * {@code GET /api/v1/role}: whether this pod serves, as Patroni's {@code /primary} says it: 200 and {@code primary} while
  * {@code /q/health/ready} is UP, 503 and {@code standby} otherwise, for a load balancer's health check or a person. It
- * names no path, pid or holder, so it needs no token. With role routing, {@code label} is what the API server last took
- * for this pod's label.
+ * names no path, pid or holder, so it needs no token. With role routing, {@code routed} says whether the Service's
+ * Endpoints routed to this pod as warden last read or wrote it.
  */
 @Path("/api/v1/role")
 public class RoleResource {
@@ -32,7 +32,7 @@ public class RoleResource {
     public Response role() {
         Role role = Role.of(routing.ready());
         ObjectNode body = mapper.createObjectNode().put("role", role.value());
-        routing.applied().ifPresent(label -> body.put("label", label.value()));
+        routing.applied().ifPresent(routed -> body.put("routed", routed == Role.PRIMARY));
         return Response.status(role == Role.PRIMARY ? 200 : 503).entity(body.toString()).build();
     }
 }

@@ -147,8 +147,9 @@ public interface WardenConfig {
         /**
          * How clients reach the pod that serves. {@code readiness}: only that pod is Ready, a standby never is.
          * {@code role}: every healthy pod is Ready (the chart's readiness probe asks {@code /q/health/group/routable})
-         * and warden keeps {@code role.label} on its own pod, {@code primary} exactly while {@code /q/health/ready} is
-         * UP and {@code standby} otherwise, which the Service selects. {@code /q/health/ready} means the same in both.
+         * and the Service, which selects no pod, routes through its Endpoints ({@code role.endpoints}), which the
+         * serving warden writes to its own pod alone while {@code /q/health/ready} is UP, and any warden takes its pod
+         * out of once it no longer is. {@code /q/health/ready} means the same in both.
          */
         @WithDefault("readiness")
         Routing routing();
@@ -165,16 +166,27 @@ public interface WardenConfig {
             READINESS, ROLE
         }
 
-        /** Role routing: the label warden keeps, and on which pod. */
+        /** Role routing: the Endpoints warden writes, and what of this pod goes in it. */
         interface Role {
-            /** The label's key; its value is {@code primary} or {@code standby}. */
-            @WithDefault("warden.dev/role")
-            String label();
+            /**
+             * The Endpoints warden writes: the Service's name (a Service that selects no pod routes through the
+             * Endpoints of its own name). The chart sets it.
+             */
+            Optional<String> endpoints();
 
-            /** warden's own pod's name, which the Events name too. Unset: {@code $POD_NAME} (the downward API). */
+            /**
+             * The Service's ports, each with the port it is served on in this pod: {@code http=7433,api=8080}. The
+             * chart sets them.
+             */
+            Optional<List<String>> ports();
+
+            /** This pod's address, which the Endpoints routes to while it serves. Unset: {@code $POD_IP} (the downward API). */
+            Optional<String> address();
+
+            /** warden's own pod's name, which the Endpoints and Events name. Unset: {@code $POD_NAME} (the downward API). */
             Optional<String> pod();
 
-            /** warden's own pod's namespace, where the Events go too. Unset: its service account's. */
+            /** warden's own pod's namespace, where the Endpoints and Events are. Unset: its service account's. */
             Optional<String> namespace();
         }
 

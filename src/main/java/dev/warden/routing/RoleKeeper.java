@@ -1,32 +1,39 @@
 package dev.warden.routing;
 
 import java.time.Duration;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import org.jboss.logging.Logger;
 
 /**
- * Keeps the role label on warden's own pod in step with readiness: {@code primary} while this pod serves,
- * {@code standby} from the round it stops (and when warden stops, before anything else lets go), looked at every
- * {@code interval}; a patch the API server did not take is tried again every {@code retry}, and said once per reason.
- * On its own thread: the API server's answer never holds up the gate keeper or a probe.
+ * Keeps the Service's Endpoints in step with readiness ({@link Route}): while this pod serves, it routes here alone,
+ * written at once when this pod begins to serve and read again every {@code resync} (a warden that lost the gate may
+ * still have written itself in, before its readiness knew); from the round this pod stops serving, and when warden
+ * stops (before anything else lets go), it routes here no more. Readiness is looked at every {@code interval}; a request
+ * the API server did not answer is tried again every {@code retry} and said once per reason, one that lost a race
+ * (the Endpoints changed since it was read) at once. On its own thread: the API server's answer never holds up the gate
+ * keeper or a probe.
  */
 public final class RoleKeeper {
 
     private static final Logger LOG = Logger.getLogger(RoleKeeper.class);
 
-    private final PodLabel label;
+    private final ServiceEndpoints endpoints;
     private final BooleanSupplier ready;
     private final Duration interval;
+    private final Duration resync;
     private final Duration retry;
     private final AtomicReference<Role> applied = new AtomicReference<>();
     private volatile boolean stopped;
     private Thread thread;
 
-    public RoleKeeper(PodLabel label, BooleanSupplier ready, Duration interval, Duration retry) {
-        this.label = label;
+    public RoleKeeper(ServiceEndpoints endpoints, BooleanSupplier ready, Duration interval, Duration resync, Duration retry) {
+        this.endpoints = endpoints;
         this.ready = ready;
         this.interval = interval;
+        this.resync = resync;
         this.retry = retry;
     }
 
@@ -34,7 +41,10 @@ public final class RoleKeeper {
         thread = Thread.ofPlatform().daemon().name("warden-role").start(this::keep);
     }
 
-    /** The role the API server last took for this pod; null before the first. */
+    /**
+     * Whether the Endpoints routed here ({@link Role#PRIMARY}) or not, as this warden last read or wrote it; null
+     * before the first answer.
+     */
     public Role applied() {
         return applied.get();
     }
@@ -42,16 +52,21 @@ public final class RoleKeeper {
     private void keep() {
         // nanoTime's origin is arbitrary (it may be negative): moments are compared by their difference only.
         long retryAt = System.nanoTime();
+        long lookAt = retryAt;
+        Optional<Boolean> kept = Optional.empty();
         String complained = null;
         while (!stopped) {
-            Role wanted = Role.of(ready.getAsBoolean());
-            if (wanted != applied.get() && System.nanoTime() - retryAt >= 0) {
+            boolean serving = ready.getAsBoolean();
+            long now = System.nanoTime();
+            boolean due = !kept.equals(Optional.of(serving)) || serving && now - lookAt >= 0;
+            if (due && now - retryAt >= 0) {
                 try {
-                    label.set(wanted.value());
-                    LOG.infof("pod %s is labelled %s: %s", label.pod(), wanted.value(), wanted == Role.PRIMARY
-                            ? "the Service sends clients here" : "the Service sends clients elsewhere");
-                    applied.set(wanted);
+                    keep(serving);
+                    kept = Optional.of(serving);
+                    lookAt = now + resync.toNanos();
                     complained = null;
+                } catch (ServiceEndpoints.Changed e) {
+                    // another warden wrote it meanwhile: read it again next round
                 } catch (Exception e) {
                     retryAt = System.nanoTime() + retry.toNanos();
                     if (!String.valueOf(e.getMessage()).equals(complained)) {
@@ -64,9 +79,23 @@ public final class RoleKeeper {
         }
     }
 
+    /** Reads the Endpoints and writes it as {@link Route} says for a pod that serves, or not. */
+    private void keep(boolean serving) throws Exception {
+        ServiceEndpoints.Routed read = endpoints.read();
+        Optional<Set<String>> next = Route.next(serving, endpoints.own(), read.addresses());
+        ServiceEndpoints.Routed now = next.isPresent() ? endpoints.write(read, next.get()) : read;
+        Role role = Role.of(now.addresses().contains(endpoints.own()));
+        if (applied.getAndSet(role) != role || next.isPresent()) {
+            LOG.infof("The Service's Endpoints %s %s", endpoints.describe(), role == Role.PRIMARY
+                    ? "routes clients to this pod (" + endpoints.own() + ")" : "routes clients elsewhere"
+                            + (next.isPresent() ? ": this pod taken out" : ""));
+        }
+    }
+
     /**
-     * Stops looking and labels the pod {@code standby}, waiting for the API server's answer (its request timeout): a
-     * warden that stops lets its lilbee go next, and the Service must not send clients to a pod that no longer serves.
+     * Stops looking and takes this pod out of the Endpoints, waiting for the API server's answer (its request timeout;
+     * once more if another warden wrote it meanwhile): a warden that stops lets its lilbee go next, and the Service must
+     * not send clients to a pod that no longer serves.
      */
     public void stop() {
         Thread running;
@@ -81,13 +110,15 @@ public final class RoleKeeper {
                 Thread.currentThread().interrupt();
             }
         }
-        if (applied.get() != Role.STANDBY) {
+        for (int tries = 0; tries < 2; tries++) {
             try {
-                label.set(Role.STANDBY.value());
-                applied.set(Role.STANDBY);
-                LOG.infof("pod %s is labelled standby: warden stops", label.pod());
+                keep(false);
+                return;
+            } catch (ServiceEndpoints.Changed e) {
+                // read it again
             } catch (Exception e) {
-                LOG.warnf("%s: the pod leaves the Service once it is no longer ready", e.getMessage());
+                LOG.warnf("%s: the Endpoints may route here until the next serving warden writes itself in", e.getMessage());
+                return;
             }
         }
     }

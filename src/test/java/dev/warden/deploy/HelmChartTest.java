@@ -77,6 +77,16 @@ class HelmChartTest {
         return PodChecks.container(podSpec, list, name);
     }
 
+    /** The number of the port named {@code name} of {@code container}. */
+    private static int containerPort(JsonNode container, String name) {
+        for (JsonNode port : container.path("ports")) {
+            if (port.path("name").asText().equals(name)) {
+                return port.path("containerPort").asInt();
+            }
+        }
+        throw new AssertionError("no port " + name + " in " + container);
+    }
+
     @Test
     void theChartPassesHelmLintStrict() {
         LintResult result = new Helm(CHART).lint().strict().call();
@@ -264,18 +274,21 @@ class HelmChartTest {
     }
 
     /**
-     * Role routing: the Service selects the label warden keeps on its pod, every healthy pod is Ready (warden's readiness
-     * asks the routable group, lilbee's container its supervisor), and warden alone gets a token whose Role may get and
-     * patch pods in the pods' namespace, nothing else; without it, readiness routing is untouched.
+     * Role routing: the Service selects no pod and routes through the Endpoints of its name, which the chart creates
+     * empty; every healthy pod is Ready (warden's readiness asks the routable group, lilbee's container its supervisor),
+     * and warden alone gets a token whose Role may get and update that one Endpoints, nothing else, with its pod's name,
+     * address and node and the Service's ports to write; without it, readiness routing is untouched.
      */
     @Test
-    void roleRoutingSelectsThePrimaryAndEveryHealthyPodIsReady(@TempDir Path dir) throws IOException {
+    void roleRoutingWritesTheServicesOneEndpointsAndEveryHealthyPodIsReady(@TempDir Path dir) throws IOException {
         List<JsonNode> objects = render(CHART.resolve("ci/gate-role-values.yaml"));
-        assertEquals("primary", kind(objects, "Service").at("/spec/selector/warden.dev~1role").asText(),
-                kind(objects, "Service").toString());
+        JsonNode service = kind(objects, "Service");
+        assertTrue(service.at("/spec/selector").isMissingNode(), "no selector: " + service);
+        JsonNode endpoints = kind(objects, "Endpoints");
+        assertEquals("lib-warden", endpoints.at("/metadata/name").asText(), "the Service's name: " + endpoints);
+        assertEquals(service.at("/metadata/name").asText(), endpoints.at("/metadata/name").asText());
+        assertTrue(endpoints.path("subsets").isMissingNode(), "created empty, and an upgrade leaves what warden wrote");
         JsonNode pod = kind(objects, "Deployment").at("/spec/template/spec");
-        assertFalse(kind(objects, "Deployment").at("/spec/selector/matchLabels").toString().contains("role"),
-                "a label warden changes is no part of the Deployment's selector");
         JsonNode warden = container(pod, "initContainers", "warden");
         assertEquals("/q/health/group/routable", warden.at("/readinessProbe/httpGet/path").asText());
         assertEquals("/q/health/started", warden.at("/startupProbe/httpGet/path").asText());
@@ -283,28 +296,86 @@ class HelmChartTest {
         assertEquals(8081, lilbee.at("/readinessProbe/httpGet/port").asInt(), "a standby's lilbee container is ready: " + lilbee);
         String env = warden.path("env").toString();
         assertTrue(env.contains("{\"name\":\"WARDEN_GATE_ROUTING\",\"value\":\"role\"}"), env);
-        assertTrue(env.contains("\"fieldPath\":\"metadata.name\""), "warden labels the pod it names: " + env);
+        assertTrue(env.contains("{\"name\":\"WARDEN_GATE_ROLE_ENDPOINTS\",\"value\":\"lib-warden\"}"), env);
+        String ports = "http=" + lilbee.at("/ports/0/containerPort").asInt() + ",api=" + containerPort(warden, "api")
+                + ",management=" + containerPort(warden, "management");
+        assertTrue(env.contains("{\"name\":\"WARDEN_GATE_ROLE_PORTS\",\"value\":\"" + ports + "\"}"), ports + " in " + env);
+        for (String port : List.of("http", "api", "management")) {
+            assertTrue(service.at("/spec/ports").toString().contains("\"name\":\"" + port + "\""), "the Service's " + port);
+        }
+        assertTrue(env.contains("\"fieldPath\":\"status.podIP\"") && env.contains("\"fieldPath\":\"metadata.name\"")
+                && env.contains("\"fieldPath\":\"spec.nodeName\""), "warden writes its pod, address and node: " + env);
         assertEquals("lib-warden-gate", pod.path("serviceAccountName").asText());
         assertTrue(warden.path("volumeMounts").toString().contains("/var/run/secrets/kubernetes.io/serviceaccount"));
         assertFalse(lilbee.path("volumeMounts").toString().contains("serviceaccount"), "the token is warden's alone");
         List<JsonNode> roles = objects.stream().filter(o -> o.path("kind").asText().equals("Role"))
                 .filter(o -> !o.at("/metadata/name").asText().endsWith("-events")).toList();
-        assertEquals(1, roles.size(), "the pods' Role, and no Lease's in file mode: " + roles);
-        assertEquals("[{\"apiGroups\":[\"\"],\"resources\":[\"pods\"],\"verbs\":[\"get\",\"patch\"]}]",
-                roles.getFirst().path("rules").toString());
+        assertEquals(1, roles.size(), "the Endpoints' Role, and no Lease's in file mode: " + roles);
+        assertEquals("[{\"apiGroups\":[\"\"],\"resources\":[\"endpoints\"],\"resourceNames\":[\"lib-warden\"],"
+                + "\"verbs\":[\"get\",\"update\"]}]", roles.getFirst().path("rules").toString());
         assertTrue(roles.getFirst().at("/metadata/namespace").isMissingNode(), "in the pods' namespace");
         assertTrue(kind(objects, "Lease").isMissingNode());
         Path leased = Files.writeString(dir.resolve("values.yaml"), "gate: {election: lease, lease: {namespace: elsewhere}}\n");
         List<JsonNode> both = render(CHART.resolve("ci/gate-role-values.yaml"), leased);
         assertEquals(List.of("elsewhere", "", ""), both.stream().filter(o -> o.path("kind").asText().equals("Role"))
-                .map(o -> o.at("/metadata/namespace").asText()).toList(), "the Lease's Role where the Lease is, the pods' and the Events' beside them");
-        JsonNode readiness = render(CHART.resolve("ci/gate-values.yaml")).stream()
-                .filter(o -> o.path("kind").asText().equals("Deployment")).findFirst().orElseThrow().at("/spec/template/spec");
+                .map(o -> o.at("/metadata/namespace").asText()).toList(), "the Lease's Role where the Lease is, the Endpoints' and the Events' beside them");
+        List<JsonNode> byReadiness = render(CHART.resolve("ci/gate-values.yaml"));
+        JsonNode readiness = kind(byReadiness, "Deployment").at("/spec/template/spec");
         assertEquals("/q/health/ready", container(readiness, "initContainers", "warden").at("/readinessProbe/httpGet/path").asText());
-        assertTrue(kind(render(CHART.resolve("ci/gate-values.yaml")), "Service").at("/spec/selector").toString().indexOf("role") < 0);
-        assertTrue(kind(render(CHART.resolve("ci/gate-values.yaml")), "PodDisruptionBudget").isMissingNode(),
+        assertFalse(kind(byReadiness, "Service").at("/spec/selector").isMissingNode(), "routed by readiness: selected");
+        assertTrue(kind(byReadiness, "Endpoints").isMissingNode());
+        assertTrue(kind(byReadiness, "PodDisruptionBudget").isMissingNode(),
                 "no budget where a standby is never Ready: it would block draining the serving pod's node");
         assertEquals(1, kind(objects, "PodDisruptionBudget").at("/spec/maxUnavailable").asInt());
+        Path noService = Files.writeString(dir.resolve("no-service.yaml"), "service: {enabled: false}\n");
+        Exception refused = assertThrows(Exception.class, () -> render(CHART.resolve("ci/gate-role-values.yaml"), noService));
+        assertTrue(refused.getMessage().contains("set service.enabled true, or gate.routing readiness"), refused.getMessage());
+    }
+
+    /**
+     * No Role of the chart writes a pod, in any mode, with any of the values that change what it grants: every rule on
+     * pods (there is none) may only get them, and no rule but the Events' creates anything; each named object's rule
+     * names it.
+     */
+    @Test
+    void noRoleMayWriteAPodInAnyModeWithAnyValues(@TempDir Path dir) throws IOException {
+        List<String> variants = List.of("", "gate: {election: lease}\n", "gate: {routing: role}\n",
+                "gate: {routing: role, election: lease}\n", "gate: {routing: readiness}\n", "events: {enabled: false}\n",
+                "gate: {routing: role, election: lease, lease: {namespace: elsewhere}}\nevents: {enabled: true}\n");
+        List<Path> bases = Stream.concat(ciValues(), Stream.of(Files.writeString(dir.resolve("hold.yaml"), "mode: hold\n"))).toList();
+        int roles = 0;
+        for (Path base : bases) {
+            for (int i = 0; i < variants.size(); i++) {
+                Path variant = Files.writeString(dir.resolve("variant-" + i + ".yaml"), variants.get(i).isEmpty() ? "{}\n" : variants.get(i));
+                List<JsonNode> objects;
+                try {
+                    objects = render(base, variant);
+                } catch (Exception refused) {
+                    continue; // a combination the chart refuses renders no Role either
+                }
+                for (JsonNode role : objects.stream().filter(o -> o.path("kind").asText().matches("(Cluster)?Role")).toList()) {
+                    roles++;
+                    String where = base.getFileName() + " with " + variants.get(i).strip() + ": " + role;
+                    assertEquals("Role", role.path("kind").asText(), "no ClusterRole: " + where);
+                    for (JsonNode rule : role.path("rules")) {
+                        List<String> verbs = new java.util.ArrayList<>();
+                        rule.path("verbs").forEach(v -> verbs.add(v.asText()));
+                        List<String> resources = new java.util.ArrayList<>();
+                        rule.path("resources").forEach(r -> resources.add(r.asText()));
+                        assertFalse(resources.stream().anyMatch(r -> r.equals("*") || r.startsWith("pods")) && !verbs.equals(List.of("get")),
+                                "pods: get alone: " + where);
+                        assertFalse(verbs.contains("*") || verbs.contains("delete") || verbs.contains("deletecollection")
+                                || verbs.contains("patch"), "no delete, no patch: " + where);
+                        if (verbs.contains("create")) {
+                            assertEquals(List.of("events"), resources, "only Events are created: " + where);
+                        } else {
+                            assertEquals(1, rule.path("resourceNames").size(), "one object, by name: " + where);
+                        }
+                    }
+                }
+            }
+        }
+        assertTrue(roles > 10, "the Roles looked at: " + roles);
     }
 
     /**
@@ -354,11 +425,12 @@ class HelmChartTest {
                 replicas: 2
                 storage: {existingClaim: shared, accessModes: [ReadWriteMany]}
                 """);
-        assertEquals("primary", kind(render(two), "Service").at("/spec/selector/warden.dev~1role").asText());
+        assertEquals("lib-warden", kind(render(two), "Endpoints").at("/metadata/name").asText());
         Path one = Files.writeString(dir.resolve("one.yaml"), "mode: gate\n");
         List<JsonNode> single = render(one);
-        assertTrue(kind(single, "Service").at("/spec/selector").toString().indexOf("role") < 0);
-        assertTrue(named(single, "Role", "lib-warden-role").isMissingNode(), "no pods to patch for one pod");
+        assertFalse(kind(single, "Service").at("/spec/selector").isMissingNode());
+        assertTrue(kind(single, "Endpoints").isMissingNode());
+        assertTrue(named(single, "Role", "lib-warden-role").isMissingNode(), "no Endpoints to write for one pod");
         assertTrue(kind(single, "PodDisruptionBudget").isMissingNode());
     }
 

@@ -153,9 +153,11 @@ class KubeletInteropIT {
     /**
      * Routed by role: helm's wait returns once both pods are Ready (the chart's maxUnavailable 0 asks for every replica),
      * kubectl rollout status and kstatus call the release healthy, and through 20 failovers ({@code -Dwarden.kubelet.failovers}), the serving
-     * pod deleted (its supervisor, SIGTERMed, asks its warden to step down: labelled standby before lilbee stops) or
-     * force-deleted (gone at once), {@value #SWITCHOVERS} switchovers ({@code warden step-down}) and an upgrade, the
-     * Service never had two ready endpoints, nor two pods Ready and labelled primary.
+     * pod deleted (its supervisor, SIGTERMed, asks its warden to step down: out of the Endpoints before lilbee stops) or
+     * force-deleted (gone at once: the next serving warden's first write replaces it), the serving pod's warden
+     * SIGKILLed (restarted in place, given the gate back, the same pod routed to throughout), {@value #SWITCHOVERS}
+     * switchovers ({@code warden step-down}) and an upgrade, the Service's Endpoints (as kube-proxy reads them, the
+     * EndpointSlices mirrored from what warden writes) never named two pods.
      */
     @Test
     @Order(3)
@@ -177,6 +179,9 @@ class KubeletInteropIT {
             // the settle, so that, elected, its lilbee starts at once.
             report("gate (role), delete of the serving pod, median of " + deleted.size(), median(deleted));
             report("gate (role), force-delete of the serving pod, median of " + forced.size(), median(forced));
+            String serving = release.servingPod();
+            report("gate (role), SIGKILL warden only: the same pod serving again",
+                    release.recovers("SIGKILL warden only", serving, "warden"));
             // Switchovers: the serving pod hands over on purpose and stands by again, warm.
             List<Duration> switched = new ArrayList<>();
             for (int round = 0; round < SWITCHOVERS; round++) {

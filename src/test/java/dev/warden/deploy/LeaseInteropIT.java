@@ -200,15 +200,16 @@ class LeaseInteropIT {
 
     /**
      * The chart's Roles grant what the election needs and nothing else: get and update on its own Lease, which the chart
-     * creates (the wardens above led with that token alone). No create: RBAC cannot name what a create makes. With standbys the chart routes by
-     * role, which adds get and patch on pods (RBAC cannot name a Deployment's pods either; the admission policy narrows
-     * it to the own pod's role label), and the Events add create on events: the token may do those and no more.
+     * creates (the wardens above led with that token alone). No create: RBAC cannot name what a create makes. With
+     * standbys the chart routes by role, which adds get and update on the Service's one Endpoints (created by the chart
+     * too), and the Events add create on events: the token may do those and no more, and nothing at all to a pod.
      */
     @Test
-    void theChartsRolesAllowItsOwnLeaseTheRoleLabelAndEventsAndNothingElse() throws Exception {
+    void theChartsRolesAllowItsOwnLeaseTheServicesEndpointsAndEventsAndNothingElse() throws Exception {
         String own = "leases.coordination.k8s.io/" + LEASE_NAME;
         List<List<String>> allowed = List.of(List.of("get", own), List.of("update", own),
-                List.of("get", "pods"), List.of("patch", "pods"), List.of("create", "events"));
+                List.of("get", "endpoints/" + RELEASE + "-warden"), List.of("update", "endpoints/" + RELEASE + "-warden"),
+                List.of("create", "events"));
         for (List<String> request : allowed) {
             assertEquals("yes", canI(NAMESPACE, request), request.toString());
         }
@@ -216,7 +217,10 @@ class LeaseInteropIT {
                 List.of("create", own), List.of("get", "leases.coordination.k8s.io/another"),
                 List.of("update", "leases.coordination.k8s.io/another"), List.of("patch", "leases.coordination.k8s.io/another"),
                 List.of("list", "leases.coordination.k8s.io"), List.of("list", "pods"), List.of("watch", "pods"),
-                List.of("update", "pods"), List.of("create", "pods"), List.of("delete", "pods"),
+                List.of("get", "pods"), List.of("update", "pods"), List.of("patch", "pods"), List.of("create", "pods"),
+                List.of("delete", "pods"), List.of("patch", "endpoints/" + RELEASE + "-warden"),
+                List.of("get", "endpoints/another"), List.of("update", "endpoints/another"), List.of("create", "endpoints"),
+                List.of("update", "endpointslices.discovery.k8s.io"), List.of("update", "services/" + RELEASE + "-warden"),
                 List.of("get", "events"),
                 List.of("patch", "events"), List.of("delete", "events"), List.of("get", "secrets"),
                 List.of("get", "configmaps"), List.of("patch", "deployments.apps"));

@@ -9,7 +9,8 @@ import dev.warden.testing.ControlPlane;
 import dev.warden.testing.Kubectl;
 import dev.warden.testing.LeaseWardens;
 import dev.warden.testing.WardenProcess;
-import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.EndpointAddress;
+import io.fabric8.kubernetes.api.model.Endpoints;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
@@ -20,11 +21,12 @@ import io.fabric8.kubernetes.client.jdkhttp.JdkHttpClientFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -33,17 +35,20 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Role routing against a real kube-apiserver: the chart installed with {@code gate.routing=role} (and a Lease, so that
  * wardens on data roots of their own elect one), its Deployment's two pods made by the controller manager and never run
- * (no kubelet here); a warden runs here as each pod ({@code warden.gate.role.pod}) with the token of the chart's
- * ServiceAccount, so its Role is what allows the label. A watch of the pods records every change of the label, in the
- * API server's order: the serving warden's pod is primary, the other standby, never two primaries; stopped with
- * SIGTERM, the serving warden labels its pod standby before the other is labelled primary. Each records Events on its
- * own pod (elected, serving) with the chart's Role for them.
+ * (no kubelet here); a warden runs here as each pod ({@code warden.gate.role.pod}, an address of its own) with the token
+ * of the chart's ServiceAccount, so its Role is what allows the Endpoints' writes. A watch of the Service's Endpoints
+ * records every change, in the API server's order: the serving warden's pod alone, never two; stopped with SIGTERM, the
+ * serving warden takes its pod out before the other writes its own in; SIGKILLed, the next serving warden's first write
+ * replaces it. Each records Events on its own pod (elected, serving) with the chart's Role for them. The token can do
+ * that and nothing more: every pod write, and any other object's, is refused by the real API server.
  */
 class RoleRoutingInteropIT {
 
     private static final String NAMESPACE = "role";
     private static final String RELEASE = "r";
-    private static final String LABEL = "warden.dev/role";
+    private static final String SERVICE = RELEASE + "-warden";
+    /** The pods' addresses, as the downward API would give them (no kubelet runs them here). */
+    private static final List<String> ADDRESSES = List.of("10.244.0.11", "10.244.0.12");
 
     private static ControlPlane plane;
     private static Path tokenConfig;
@@ -83,26 +88,25 @@ class RoleRoutingInteropIT {
                 "-o", "jsonpath={range .items[?(@.source.component==\"warden\")]}{.reason} {end}").orElse("");
     }
 
-    private static String label(String pod) {
-        return plane.poll("-n", NAMESPACE, "get", "pod", pod, "-o", "jsonpath={.metadata.labels.warden\\.dev/role}").orElse("");
+    /** The addresses the Endpoints routes to, sorted and joined: {@code ""} for none. */
+    private static String routed(Endpoints endpoints) {
+        return Optional.ofNullable(endpoints.getSubsets()).orElse(List.of()).stream()
+                .flatMap(s -> Optional.ofNullable(s.getAddresses()).orElse(List.of()).stream())
+                .map(EndpointAddress::getIp).sorted().collect(Collectors.joining(","));
     }
 
     @Test
-    void theServingPodIsPrimaryAloneAndAStoppedOneIsStandbyBeforeTheOtherIsPrimary() throws Exception {
+    void theServingPodAloneIsRoutedToAndAStoppedOneIsTakenOutBeforeTheOtherIsWrittenIn() throws Exception {
         Config admin = Config.fromKubeconfig(Files.readString(plane.kubeconfig()));
         List<String> changes = new CopyOnWriteArrayList<>();
-        Map<String, String> labels = new HashMap<>();
         try (KubernetesClient client = new KubernetesClientBuilder().withConfig(admin)
                 .withHttpClientFactory(new JdkHttpClientFactory()).build();
-                Watch watch = client.pods().inNamespace(NAMESPACE).watch(new Watcher<Pod>() {
+                Watch watch = client.endpoints().inNamespace(NAMESPACE).withName(SERVICE).watch(new Watcher<Endpoints>() {
                     @Override
-                    public void eventReceived(Action action, Pod pod) {
-                        synchronized (labels) {
-                            String now = pod.getMetadata().getLabels().getOrDefault(LABEL, "");
-                            if (!now.equals(labels.put(pod.getMetadata().getName(), now))) {
-                                changes.add(pod.getMetadata().getName() + "=" + now + " primaries="
-                                        + labels.values().stream().filter("primary"::equals).count());
-                            }
+                    public void eventReceived(Action action, Endpoints endpoints) {
+                        String now = routed(endpoints);
+                        if (changes.isEmpty() || !changes.getLast().equals(now)) {
+                            changes.add(now);
                         }
                     }
 
@@ -111,98 +115,127 @@ class RoleRoutingInteropIT {
                     }
                 });
                 LeaseWardens wardens = new LeaseWardens("role", tokenConfig, dir, List.of("-Dwarden.gate.routing=role",
+                        "-Dwarden.gate.role.endpoints=" + SERVICE, "-Dwarden.gate.role.ports=http=7433,api=8080,management=9000",
                         "-Dwarden.gate.lease.name=" + RELEASE + "-warden-gate", "-Dwarden.gate.lease.duration=8s",
                         "-Dwarden.gate.lease.renew-deadline=4s", "-Dwarden.gate.lease.retry-period=1s", "-Dwarden.events.enabled=true",
                         "-Dwarden.gate.supervisor.stall-bound=1s"))) {
-            Map<WardenProcess, String> podOf = new HashMap<>();
-            for (String pod : pods) {
-                podOf.put(wardens.start(pod, "-Dwarden.gate.role.pod=" + pod), pod);
+            Map<WardenProcess, Integer> podOf = new HashMap<>();
+            for (int i = 0; i < pods.size(); i++) {
+                podOf.put(wardens.start(pods.get(i), "-Dwarden.gate.role.pod=" + pods.get(i),
+                        "-Dwarden.gate.role.address=" + ADDRESSES.get(i)), i);
             }
             Await.until("one warden serves", Duration.ofSeconds(60), () -> wardens.theOneStarted().isPresent());
             WardenProcess leader = wardens.theOneStarted().orElseThrow();
-            String primary = podOf.get(leader);
-            String standby = pods.stream().filter(p -> !p.equals(primary)).findFirst().orElseThrow();
-            Await.until("the serving pod labelled primary, the other standby", Duration.ofSeconds(30),
-                    () -> label(primary).equals("primary") && label(standby).equals("standby"));
+            int first = podOf.get(leader);
+            int second = 1 - first;
+            Await.until("the serving pod routed to alone", Duration.ofSeconds(30),
+                    () -> !changes.isEmpty() && changes.getLast().equals(ADDRESSES.get(first)));
+            Endpoints written = client.endpoints().inNamespace(NAMESPACE).withName(SERVICE).get();
+            assertEquals(pods.get(first), written.getSubsets().getFirst().getAddresses().getFirst().getTargetRef().getName());
+            assertEquals(List.of("api", "http", "management"), written.getSubsets().getFirst().getPorts().stream()
+                    .map(p -> p.getName()).sorted().toList());
             assertEquals(200, leader.get("/api/v1/role", null).statusCode());
-            assertTrue(leader.text("/api/v1/role").contains("\"label\":\"primary\""), leader.text("/api/v1/role"));
-            WardenProcess other = podOf.entrySet().stream().filter(e -> e.getValue().equals(standby)).findFirst()
-                    .orElseThrow().getKey();
+            assertTrue(leader.text("/api/v1/role").contains("\"routed\":true"), leader.text("/api/v1/role"));
+            WardenProcess other = podOf.entrySet().stream().filter(e -> e.getValue() == second).findFirst().orElseThrow().getKey();
             assertEquals(503, other.get("/api/v1/role", null).statusCode(), "a standby says so, with no token");
+            // SIGTERM: out, then the other in.
             assertEquals(0, leader.terminate(), leader.log());
             wardens.forget(leader);
-            Await.until("the other pod labelled primary", Duration.ofSeconds(60), () -> label(standby).equals("primary"));
-            assertEquals("standby", label(primary), "the stopped warden's pod");
-            Await.until("the watch saw it", () -> changes.stream().anyMatch(c -> c.startsWith(standby + "=primary")));
-            assertTrue(changes.stream().noneMatch(c -> c.endsWith("primaries=2")), "never two primaries: " + changes);
-            List<String> order = new ArrayList<>(changes);
-            assertTrue(order.indexOf(primary + "=standby primaries=0") >= 0
-                    && order.indexOf(primary + "=standby primaries=0") < order.indexOf(standby + "=primary primaries=1"),
-                    "the stopped pod was standby before the other was primary: " + order + "\n" + wardens.logs());
+            Await.until("the other pod routed to", Duration.ofSeconds(60), () -> changes.getLast().equals(ADDRESSES.get(second)));
+            List<String> order = List.copyOf(changes);
+            assertTrue(order.stream().noneMatch(c -> c.contains(",")), "never two: " + order);
+            int out = order.indexOf(ADDRESSES.get(first)) + 1;
+            assertTrue(order.size() > out && order.get(out).isEmpty() && order.indexOf(ADDRESSES.get(second)) > out,
+                    "the stopped pod was out before the other was in: " + order + "\n" + wardens.logs());
+            // SIGKILL: the next serving warden's first write replaces the dead one's pod.
+            // A warden of its own identity and data root, in the first pod's place: the stopped one's stand-in lilbee
+            // supervisor is still about its switch socket.
+            WardenProcess restarted = wardens.start(pods.get(first) + "-again", "-Dwarden.gate.role.pod=" + pods.get(first),
+                    "-Dwarden.gate.role.address=" + ADDRESSES.get(first));
+            Await.until("the restarted warden stands by", Duration.ofSeconds(60), () -> restarted.status("/q/health/live") == 200);
+            changes.clear();
+            other.process().destroyForcibly();
+            other.process().waitFor();
+            wardens.forget(other);
+            Await.until("the restarted pod routed to", Duration.ofSeconds(60),
+                    () -> !changes.isEmpty() && changes.getLast().equals(ADDRESSES.get(first)));
+            assertEquals(List.of(ADDRESSES.get(first)), changes, "replaced at once by the successor, never empty, never two: "
+                    + changes + "\n" + wardens.logs());
             // Events, recorded with the chart's Role for them (create, nothing else), on each warden's own pod.
-            Await.until("the Events on the pods", Duration.ofSeconds(30), () -> events(primary).contains("Elected")
-                    && events(primary).contains("Serving") && events(standby).contains("Elected"));
+            Await.until("the Events on the pods", Duration.ofSeconds(30), () -> events(pods.get(first)).contains("Elected")
+                    && events(pods.get(first)).contains("Serving") && events(pods.get(second)).contains("Elected"));
         }
     }
 
     /**
-     * gate.role.admissionPolicy: the chart's ValidatingAdmissionPolicy narrows what RBAC cannot. With a token bound to
-     * one pod (as the projected token in that pod is), warden's ServiceAccount may set that pod's role label to primary
-     * or standby, and nothing else: not another pod's label, not another label, not an annotation, not another value;
-     * and a token bound to no pod changes nothing. Another user (the admin) is not concerned.
+     * What a stolen token does: the chart's ServiceAccount may read and write the Service's one Endpoints, read and
+     * renew the one Lease, and create Events; the real API server refuses it every pod write (of any pod, its own
+     * included), and any write of another Service, Endpoints, EndpointSlice or Lease, and a create of either.
      */
     @Test
-    void theAdmissionPolicyLetsWardenChangeOnlyItsOwnPodsRoleLabel() throws Exception {
-        String namespace = "role-policy";
-        plane.restrictedNamespace(namespace);
-        Command.Run install = KubernetesTypesInteropIT.run("", KubernetesTypesInteropIT.tool("helm"), "install", "p", "helm/warden",
-                "-f", "helm/warden/ci/gate-role-values.yaml", "--set", "gate.role.admissionPolicy=true", "--namespace", namespace,
-                "--kubeconfig", plane.kubeconfig().toString());
-        assertEquals(0, install.exitCode(), install.output());
-        Await.until("the Deployment's two pods", Duration.ofSeconds(60), () -> plane.poll("-n", namespace, "get", "pods", "-o",
-                "jsonpath={.items[*].metadata.name}").map(n -> n.trim().split("\\s+").length == 2).orElse(false));
-        String[] names = plane.poll("-n", namespace, "get", "pods", "-o", "jsonpath={.items[*].metadata.name}").orElseThrow()
-                .trim().split("\\s+");
-        String own = names[0];
-        String other = names[1];
-        Kubectl bound = new Kubectl(plane.kubeconfigOf(namespace, "p-warden-gate", own));
-        Kubectl unbound = new Kubectl(plane.kubeconfigOf(namespace, "p-warden-gate"));
-        // The policy takes effect within a moment of its creation: the first allowed change waits for it to be seen.
-        Await.until("the policy in force", Duration.ofSeconds(30), () -> {
-            try {
-                return refused(bound.run(null, "-n", namespace, "label", "pod", other, LABEL + "=primary", "--overwrite"));
-            } catch (java.io.IOException | InterruptedException e) {
-                return false;
-            }
-        });
-        assertEquals(0, bound.run(null, "-n", namespace, "label", "pod", own, LABEL + "=primary", "--overwrite").exitCode());
-        assertEquals(0, bound.run(null, "-n", namespace, "label", "pod", own, LABEL + "=standby", "--overwrite").exitCode());
-        for (Command.Run denied : List.of(
-                bound.run(null, "-n", namespace, "label", "pod", other, LABEL + "=standby", "--overwrite"),
-                bound.run(null, "-n", namespace, "label", "pod", own, "team=ai"),
-                bound.run(null, "-n", namespace, "annotate", "pod", own, "note=x"),
-                bound.run(null, "-n", namespace, "label", "pod", own, LABEL + "=leader", "--overwrite"),
-                unbound.run(null, "-n", namespace, "label", "pod", own, LABEL + "=primary", "--overwrite"))) {
-            assertTrue(refused(denied), denied.output());
+    void theTokenRoutesTheOneServiceAndWritesNoPod() throws Exception {
+        Kubectl token = new Kubectl(tokenConfig);
+        Kubectl bound = new Kubectl(plane.kubeconfigOf(NAMESPACE, RELEASE + "-warden-gate", pods.getFirst()));
+        for (String allowed : List.of("get endpoints/" + SERVICE, "update endpoints/" + SERVICE, "get leases/r-warden-gate",
+                "update leases/r-warden-gate", "create events")) {
+            assertEquals("yes", canI(token, allowed), allowed);
         }
-        assertEquals(0, new Kubectl(plane.kubeconfig()).run(null, "-n", namespace, "label", "pod", other, "team=ai").exitCode(),
-                "another user is not concerned");
+        List<String> refused = new java.util.ArrayList<>(List.of("create pods", "delete pods", "deletecollection pods",
+                "list pods", "watch pods", "get endpoints", "create endpoints", "delete endpoints/" + SERVICE,
+                "patch endpoints/" + SERVICE, "update endpoints/other", "update services/" + SERVICE, "patch services/" + SERVICE,
+                "create endpointslices.discovery.k8s.io", "update endpointslices.discovery.k8s.io/" + SERVICE,
+                "update leases/other", "create leases", "update events", "get secrets", "create pods/exec", "create pods/eviction",
+                "update deployments.apps/" + SERVICE));
+        for (String pod : pods) {
+            for (String verb : List.of("get", "update", "patch", "delete")) {
+                refused.add(verb + " pods/" + pod);
+            }
+            refused.add("patch pods/" + pod + " --subresource=status");
+        }
+        for (String denied : refused) {
+            assertEquals("no", canI(token, denied), denied);
+            assertEquals("no", canI(bound, denied), "with a token bound to its pod: " + denied);
+        }
+        String own = pods.getFirst();
+        for (Command.Run write : List.of(
+                bound.run(null, "-n", NAMESPACE, "label", "pod", own, "app=other"),
+                bound.run(null, "-n", NAMESPACE, "annotate", "pod", own, "note=x"),
+                bound.run(null, "-n", NAMESPACE, "set", "image", "pod/" + own, "lilbee=registry.example/evil:1"),
+                bound.run(null, "-n", NAMESPACE, "patch", "pod", pods.getLast(), "--type=merge", "-p",
+                        "{\"metadata\":{\"finalizers\":[\"example.com/hold\"]}}"),
+                token.run(null, "-n", NAMESPACE, "delete", "pod", pods.getLast(), "--wait=false"),
+                token.run(null, "-n", NAMESPACE, "label", "service", SERVICE, "team=ai"),
+                token.run("{\"apiVersion\":\"v1\",\"kind\":\"Endpoints\",\"metadata\":{\"name\":\"other\"}}", "-n",
+                        NAMESPACE, "create", "-f", "-"))) {
+            assertTrue(write.exitCode() != 0 && write.output().contains("Forbidden"), write.output());
+        }
     }
 
-    /** Refused by the chart's policy, saying so. */
-    private static boolean refused(Command.Run run) {
-        return run.exitCode() != 0 && run.output().contains("ValidatingAdmissionPolicy");
+    /** {@code kubectl auth can-i} of {@code what} ("verb resource[/name] [flags]") in the release's namespace: yes or no. */
+    private static String canI(Kubectl as, String what) throws Exception {
+        List<String> args = new java.util.ArrayList<>(List.of("-n", NAMESPACE, "auth", "can-i"));
+        args.addAll(List.of(what.split(" ")));
+        return as.run(null, args.toArray(String[]::new)).output().strip().lines().reduce((a, b) -> b).orElse("");
     }
 
+    /** A warden that cannot name the Endpoints, its pod or its address refuses to start, saying what to set. */
     @Test
     void aWardenThatCannotNameItsPodRefusesToStartSayingWhatToSet() throws Exception {
-        try (WardenProcess warden = WardenProcess.serve("role-unnamed", Map.of("KUBECONFIG", tokenConfig.toString(),
-                "KUBERNETES_SERVICE_HOST", "", "POD_NAME", ""), null, List.of("-Dwarden.gate.routing=role"),
-                "--mode", "gate", "--data-root", dir.toString())) {
-            assertTrue(warden.process().waitFor(60, java.util.concurrent.TimeUnit.SECONDS), warden.log());
-            assertEquals(2, warden.process().exitValue(), warden.log());
-            assertTrue(warden.log().contains("set POD_NAME from the downward API (fieldRef metadata.name; the chart does)"),
-                    warden.log());
+        List<String> named = List.of("-Dwarden.gate.routing=role", "-Dwarden.gate.role.endpoints=" + SERVICE,
+                "-Dwarden.gate.role.ports=http=7433");
+        Map<List<String>, String> said = Map.of(
+                List.of("-Dwarden.gate.routing=role"), "warden.gate.role.endpoints does not name it: set it to the Service's name",
+                named, "set POD_IP from the downward API (fieldRef status.podIP; the chart does)",
+                java.util.stream.Stream.concat(named.stream(), java.util.stream.Stream.of("-Dwarden.gate.role.address=10.244.0.9")).toList(),
+                "set POD_NAME from the downward API (fieldRef metadata.name; the chart does)");
+        for (Map.Entry<List<String>, String> settings : said.entrySet()) {
+            try (WardenProcess warden = WardenProcess.serve("role-unnamed", Map.of("KUBECONFIG", tokenConfig.toString(),
+                    "KUBERNETES_SERVICE_HOST", "", "POD_NAME", "", "POD_IP", ""), null, settings.getKey(),
+                    "--mode", "gate", "--data-root", dir.toString())) {
+                assertTrue(warden.process().waitFor(60, java.util.concurrent.TimeUnit.SECONDS), warden.log());
+                assertEquals(2, warden.process().exitValue(), warden.log());
+                assertTrue(warden.log().contains(settings.getValue()), settings.getValue() + " in " + warden.log());
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 package dev.warden.testing;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -39,18 +40,15 @@ public final class ClusterRelease implements AutoCloseable {
     /** Gate mode routed by readiness: only the serving pod is Ready. */
     public static final List<String> GATE = Stream.concat(GATE_DEFAULT.stream(), Stream.of("--set", "gate.routing=readiness")).toList();
     /**
-     * Gate mode routing clients by role: every healthy pod Ready, the Service selecting the pod labelled primary; with
-     * the chart's admission policy, so warden's own label changes are seen to pass it.
+     * Gate mode routing clients by role: every healthy pod Ready, the Service routing through the Endpoints the serving
+     * warden writes.
      */
-    public static final List<String> GATE_ROLE = Stream.concat(GATE_DEFAULT.stream(), Stream.of("--set", "gate.routing=role",
-            "--set", "gate.role.admissionPolicy=true")).toList();
+    public static final List<String> GATE_ROLE = Stream.concat(GATE_DEFAULT.stream(), Stream.of("--set", "gate.routing=role")).toList();
     /** Gate mode elected through a Lease, one pod per node (file locks do not meet across the nodes), routed by default. */
     public static final List<String> GATE_LEASE = Stream.concat(GATE_DEFAULT.stream(), Stream.of("--set", "gate.election=lease",
             "--set-json", "affinity={\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":"
                     + "{\"matchLabels\":{\"app.kubernetes.io/instance\":\"w\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}"))
             .toList();
-    /** The chart's default gate.role.label. */
-    public static final String ROLE_LABEL = "warden.dev/role";
 
     /** A kill of something in a pod, given the pod's name. */
     public interface Kill {
@@ -81,8 +79,7 @@ public final class ClusterRelease implements AutoCloseable {
         this.role = role;
         // With role routing a healthy standby is Ready: it stands by only then.
         this.standing = role ? standing.and(ServingWatch.READY) : standing;
-        this.watch = new ServingWatch(cluster.client(), namespace, selector, role ? ServingWatch.primary(ROLE_LABEL) : ServingWatch.READY,
-                service);
+        this.watch = new ServingWatch(cluster.client(), namespace, selector, ServingWatch.READY, role, service);
         this.lilbees = gate ? OverlapWatch.of(() -> PodLilbees.serving(watch.everSeen())) : null;
     }
 
@@ -278,7 +275,7 @@ public final class ClusterRelease implements AutoCloseable {
      * Gate mode: steady; in the standby lilbee's container runs its supervisor, never restarted, and no {@code lilbee
      * serve} runs (its prepared process, lilbee's modules loaded, waits; one it stopped has exited); only the serving
      * pod's lilbee holds server.lock. Routed by readiness, the standby's lilbee container is not ready; by role, the
-     * standby is Ready and labelled standby.
+     * standby is Ready and not routed to.
      */
     public void oneServingAndTheStandbysLilbeeNeverStarted() {
         steady();
@@ -287,7 +284,7 @@ public final class ClusterRelease implements AutoCloseable {
             assertTrue(standby.getState().getRunning() != null, "the standby's supervisor runs: " + standby);
             if (role) {
                 assertTrue(ServingWatch.READY.test(pod), "the standby is Ready: " + pod.getStatus());
-                assertEquals("standby", pod.getMetadata().getLabels().get(ROLE_LABEL), "the standby's role label");
+                assertFalse(watch.endpoints().contains(pod.getMetadata().getName()), "the standby is not routed to");
             } else {
                 assertNotEquals(Boolean.TRUE, standby.getReady(), "lilbee's container ready in the standby: " + standby);
             }
@@ -418,12 +415,12 @@ public final class ClusterRelease implements AutoCloseable {
         assertTrue(out.contains("stepped down"), out);
     }
 
-    /** What a failure needs to be understood from CI's output alone: each pod's role, and the end of its warden's log. */
+    /** What a failure needs to be understood from CI's output alone: each pod's routing, and the end of its warden's log. */
     public String wardenLogs() {
         StringBuilder out = new StringBuilder();
         for (Pod pod : watch.pods().values()) {
             String name = pod.getMetadata().getName();
-            out.append("--- ").append(name).append(' ').append(pod.getMetadata().getLabels().getOrDefault(ROLE_LABEL, ""))
+            out.append("--- ").append(name).append(watch.endpoints().contains(name) ? " routed to" : " not routed to")
                     .append(", warden's log:\n").append(cluster.kubectl().poll("-n", namespace, "logs", "--tail=25", "-c", "warden", name)
                             .orElse("(none)")).append('\n');
         }

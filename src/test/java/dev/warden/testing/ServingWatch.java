@@ -19,7 +19,7 @@ import java.util.function.Predicate;
 
 /**
  * Watches one workload's pods and one Service's EndpointSlices, as the API server tells them, and keeps
- * every sample: after each event, which pods serve (Ready; with role routing, Ready and labelled primary) and
+ * every sample: after each event, which pods serve (Ready; with role routing, Ready and routed to) and
  * which are ready endpoints (those kube-proxy sends clients to; a terminating endpoint still serving is only its
  * fallback while none is ready). A pod counts while it exists and is not being deleted; pods on a node the test
  * has lost are left out (the API server keeps them Ready until the node controller marks the node unreachable).
@@ -34,10 +34,6 @@ public final class ServingWatch implements AutoCloseable {
     public static final Predicate<Pod> READY = pod -> pod.getStatus() != null && pod.getStatus().getConditions() != null
             && pod.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
 
-    /** A pod that serves when clients are routed by role: Ready and labelled {@code label=primary}. */
-    public static Predicate<Pod> primary(String label) {
-        return READY.and(pod -> "primary".equals(pod.getMetadata().getLabels().get(label)));
-    }
 
     private final Map<String, Pod> pods = new ConcurrentHashMap<>();
     private final Map<String, String> everSeen = new ConcurrentHashMap<>();
@@ -48,13 +44,22 @@ public final class ServingWatch implements AutoCloseable {
     private final SharedIndexInformer<Pod> podInformer;
     private final SharedIndexInformer<EndpointSlice> sliceInformer;
     private final Predicate<Pod> serves;
+    /** Role routing: a pod serves only while the Service's endpoints name it too (every healthy pod is Ready). */
+    private final boolean routed;
 
     /**
      * The pods {@code selector} (label=value) picks in {@code namespace}, {@code serves} telling those that serve, and
      * the EndpointSlices of {@code service}.
      */
     public ServingWatch(KubernetesClient client, String namespace, String selector, Predicate<Pod> serves, String service) {
+        this(client, namespace, selector, serves, false, service);
+    }
+
+    /** The same; {@code routed}: a pod serves only while it is a ready endpoint too (role routing). */
+    public ServingWatch(KubernetesClient client, String namespace, String selector, Predicate<Pod> serves, boolean routed,
+            String service) {
         this.serves = serves;
+        this.routed = routed;
         String[] label = selector.split("=", 2);
         podInformer = client.pods().inNamespace(namespace).withLabel(label[0], label[1]).inform(handler(this::put,
                 p -> pods.remove(p.getMetadata().getName())));
@@ -120,7 +125,11 @@ public final class ServingWatch implements AutoCloseable {
 
     /** The pods serving now. */
     public synchronized Set<String> serving() {
-        return pods(serves);
+        Set<String> serving = pods(serves);
+        if (routed) {
+            serving.retainAll(endpoints());
+        }
+        return serving;
     }
 
     /** The pods Ready now (with role routing, the standbys too). */
