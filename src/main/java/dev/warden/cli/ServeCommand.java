@@ -17,6 +17,7 @@ import dev.warden.hold.LockKeeper;
 import dev.warden.hold.Refusal;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.LockException;
+import dev.warden.lock.Mount;
 import dev.warden.reaper.ReaperService;
 import io.quarkus.runtime.Quarkus;
 import jakarta.inject.Inject;
@@ -181,6 +182,8 @@ public class ServeCommand implements Callable<Integer> {
             spec.commandLine().getErr().println("warden: " + noLocking.get());
             return ExitCodes.USAGE;
         }
+        Path locked = chosen == Mode.GATE ? lilbee.gateLock() : lilbee.serverLock();
+        Mount.holding(locked).flatMap(Mount::localLocks).ifPresent(local -> LOG.warnf("The lock %s: %s", locked, local));
         if (config.events().enabled()) {
             try {
                 events.start(config.gate().role().pod(), config.gate().role().namespace(), System.getenv());

@@ -56,8 +56,13 @@ public class RoleRouting {
                         + " address in the Service's Endpoints, but warden does not know it: set POD_IP from the downward"
                         + " API (fieldRef status.podIP; the chart does) or warden.gate.role.address"));
         OwnPod pod = OwnPod.connect(role.pod(), role.namespace(), env, REQUEST_TIMEOUT, "role routing names this pod");
-        endpoints = ApiServerEndpoints.of(pod, json, name, ports, address,
-                Optional.ofNullable(env.get("NODE_NAME")).map(String::strip));
+        try {
+            endpoints = ApiServerEndpoints.of(pod, json, name, ports, address,
+                    Optional.ofNullable(env.get("NODE_NAME")).map(String::strip));
+        } catch (IllegalArgumentException e) {
+            pod.close();
+            throw e;
+        }
         keeper = new RoleKeeper(endpoints, this::ready, INTERVAL, RESYNC, RETRY);
         keeper.start();
     }

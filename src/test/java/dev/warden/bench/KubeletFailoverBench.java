@@ -124,7 +124,8 @@ class KubeletFailoverBench {
                 "Figure 7's question without the test kubelet: the real cluster of figure 11, one node, 2 replicas on one"
                         + " ReadWriteMany hostPath claim of the reference lilbee image (the real `lilbee serve` 0.6.90b449)."
                         + " Gated: the chart in gate mode as it installs by default (warden as the native sidecar, its " + flavour()
-                        + " image; clients routed by role, to the pod warden labels primary once its lilbee answers; lilbee's"
+                        + " image; clients routed by role, through the Service's Endpoints, which the serving pod's warden"
+                        + " writes once its lilbee answers; lilbee's"
                         + " supervisor runs lilbee only while warden's permit lasts and starts it again at once, on warden's word,"
                         + " when it dies; a warm standby and a spare in the serving pod: lilbee's modules loaded in a process the"
                         + " supervisor prepared, where lilbee runs on the go; a stepped-down warden unlocks the gate for its lilbee"

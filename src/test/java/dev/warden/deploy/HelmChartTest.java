@@ -16,6 +16,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -75,6 +76,26 @@ class HelmChartTest {
 
     private static JsonNode container(JsonNode podSpec, String list, String name) {
         return PodChecks.container(podSpec, list, name);
+    }
+
+    /** A Role of the chart's or k8s/'s: nothing on pods but get, no delete or patch, a create only of Events, else by name. */
+    private static void writesNoPod(JsonNode role, String where) {
+        assertEquals("Role", role.path("kind").asText(), "no ClusterRole: " + where);
+        for (JsonNode rule : role.path("rules")) {
+            List<String> verbs = new ArrayList<>();
+            rule.path("verbs").forEach(v -> verbs.add(v.asText()));
+            List<String> resources = new ArrayList<>();
+            rule.path("resources").forEach(r -> resources.add(r.asText()));
+            assertFalse(resources.stream().anyMatch(r -> r.equals("*") || r.startsWith("pods")) && !verbs.equals(List.of("get")),
+                    "pods: get alone: " + where);
+            assertFalse(verbs.contains("*") || verbs.contains("delete") || verbs.contains("deletecollection")
+                    || verbs.contains("patch"), "no delete, no patch: " + where);
+            if (verbs.contains("create")) {
+                assertEquals(List.of("events"), resources, "only Events are created: " + where);
+            } else {
+                assertEquals(1, rule.path("resourceNames").size(), "one object, by name: " + where);
+            }
+        }
     }
 
     /** The number of the port named {@code name} of {@code container}. */
@@ -333,9 +354,9 @@ class HelmChartTest {
     }
 
     /**
-     * No Role of the chart writes a pod, in any mode, with any of the values that change what it grants: every rule on
-     * pods (there is none) may only get them, and no rule but the Events' creates anything; each named object's rule
-     * names it.
+     * No Role of the chart writes a pod, in any mode, with any of the values that change what it grants, nor any of
+     * k8s/'s: every rule on pods (there is none) may only get them, and no rule but the Events' creates anything; each
+     * other rule names its one object.
      */
     @Test
     void noRoleMayWriteAPodInAnyModeWithAnyValues(@TempDir Path dir) throws IOException {
@@ -355,26 +376,24 @@ class HelmChartTest {
                 }
                 for (JsonNode role : objects.stream().filter(o -> o.path("kind").asText().matches("(Cluster)?Role")).toList()) {
                     roles++;
-                    String where = base.getFileName() + " with " + variants.get(i).strip() + ": " + role;
-                    assertEquals("Role", role.path("kind").asText(), "no ClusterRole: " + where);
-                    for (JsonNode rule : role.path("rules")) {
-                        List<String> verbs = new java.util.ArrayList<>();
-                        rule.path("verbs").forEach(v -> verbs.add(v.asText()));
-                        List<String> resources = new java.util.ArrayList<>();
-                        rule.path("resources").forEach(r -> resources.add(r.asText()));
-                        assertFalse(resources.stream().anyMatch(r -> r.equals("*") || r.startsWith("pods")) && !verbs.equals(List.of("get")),
-                                "pods: get alone: " + where);
-                        assertFalse(verbs.contains("*") || verbs.contains("delete") || verbs.contains("deletecollection")
-                                || verbs.contains("patch"), "no delete, no patch: " + where);
-                        if (verbs.contains("create")) {
-                            assertEquals(List.of("events"), resources, "only Events are created: " + where);
-                        } else {
-                            assertEquals(1, rule.path("resourceNames").size(), "one object, by name: " + where);
+                    writesNoPod(role, base.getFileName() + " with " + variants.get(i).strip() + ": " + role);
+                }
+            }
+        }
+        int manifests = 0;
+        try (Stream<Path> files = Files.walk(Path.of("k8s"))) {
+            for (Path file : files.filter(f -> f.toString().endsWith(".yaml")).toList()) {
+                try (var documents = new YAMLMapper().readerFor(JsonNode.class).<JsonNode>readValues(file.toFile())) {
+                    for (JsonNode object : documents.readAll()) {
+                        if (object.path("kind").asText().matches("(Cluster)?Role")) {
+                            manifests++;
+                            writesNoPod(object, file + ": " + object);
                         }
                     }
                 }
             }
         }
+        assertTrue(manifests > 0, "k8s/'s Roles looked at");
         assertTrue(roles > 10, "the Roles looked at: " + roles);
     }
 
