@@ -18,7 +18,8 @@ import java.util.regex.Pattern;
  * subsets changed (its resourceVersion makes the API server refuse a write over a change this warden has not seen; its
  * labels and annotations go back as they came). An Endpoints routes the Service of its own name and no other, and the
  * chart's Role names it: a stolen token routes that one Service (an EndpointSlice joins whichever Service its label
- * names, a label its writer sets). The EndpointSlice mirroring controller makes the slices kube-proxy reads from it.
+ * names, a label its writer sets). kube-controller-manager's EndpointSlice mirroring controller makes the slices
+ * kube-proxy reads from it.
  *
  * <p>This pod's address goes in with the pod as its target and the node it runs on, as the endpoints controller writes a
  * pod, so that {@code kubectl get endpointslices} and the kubelet tests name it.
@@ -49,6 +50,10 @@ public final class ApiServerEndpoints implements ServiceEndpoints, AutoCloseable
     }
 
     private static final Pattern NAME = Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+    /** A node's name: a DNS subdomain. */
+    private static final Pattern NODE = Pattern.compile("[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?");
+    private static final String SKIP_MIRROR = "endpointslice.kubernetes.io/skip-mirror";
+    private static final String MANAGED_BY = "endpoints.kubernetes.io/managed-by";
     private static final Pattern ADDRESS = Pattern.compile("[0-9a-fA-F.:]{2,45}");
 
     private final OwnPod pod;
@@ -84,7 +89,7 @@ public final class ApiServerEndpoints implements ServiceEndpoints, AutoCloseable
         if (!ADDRESS.matcher(address).matches()) {
             throw new IllegalArgumentException("warden.gate.role.address " + address + " is not an IP address");
         }
-        return new ApiServerEndpoints(pod, json, name, List.copyOf(ports), address, node.filter(NAME.asPredicate()));
+        return new ApiServerEndpoints(pod, json, name, List.copyOf(ports), address, node.filter(n -> NODE.matcher(n).matches()));
     }
 
     @Override
@@ -111,12 +116,7 @@ public final class ApiServerEndpoints implements ServiceEndpoints, AutoCloseable
         ObjectNode endpoints = ((ObjectNode) read.version()).deepCopy();
         ArrayNode subsets = json.createArrayNode();
         if (addresses.contains(own)) {
-            ObjectNode subset = subsets.addObject();
-            ObjectNode address = subset.putArray("addresses").addObject().put("ip", own);
-            node.ifPresent(n -> address.put("nodeName", n));
-            address.putObject("targetRef").put("kind", "Pod").put("namespace", pod.namespace()).put("name", pod.name());
-            ArrayNode served = subset.putArray("ports");
-            ports.forEach(port -> served.addObject().put("name", port.name()).put("port", port.port()).put("protocol", "TCP"));
+            subsets = ownSubsets();
         } else {
             for (JsonNode subset : endpoints.path("subsets")) {
                 ArrayNode kept = json.createArrayNode();
@@ -134,7 +134,29 @@ public final class ApiServerEndpoints implements ServiceEndpoints, AutoCloseable
             }
         }
         endpoints.set("subsets", subsets);
+        // The endpoints controller's marks, on an Endpoints it made while the Service still selected pods (a release
+        // routed by readiness before): the mirroring controller makes no EndpointSlice of one that carries them.
+        if (endpoints.path("metadata").path("labels") instanceof ObjectNode labels) {
+            labels.remove(List.of(SKIP_MIRROR, MANAGED_BY));
+        }
         return routed(pod.api().send("PUT", path(), "application/json", json.writeValueAsString(endpoints)), "written");
+    }
+
+    @Override
+    public boolean asWritten(Routed read) {
+        return ((JsonNode) read.version()).path("subsets").equals(ownSubsets());
+    }
+
+    /** The subsets that route to this pod alone: its address, node and pod, and the Service's ports. */
+    private ArrayNode ownSubsets() {
+        ArrayNode subsets = json.createArrayNode();
+        ObjectNode subset = subsets.addObject();
+        ObjectNode address = subset.putArray("addresses").addObject().put("ip", own);
+        node.ifPresent(n -> address.put("nodeName", n));
+        address.putObject("targetRef").put("kind", "Pod").put("namespace", pod.namespace()).put("name", pod.name());
+        ArrayNode served = subset.putArray("ports");
+        ports.forEach(port -> served.addObject().put("name", port.name()).put("port", port.port()).put("protocol", "TCP"));
+        return subsets;
     }
 
     /** The Endpoints an answer carries; else why not, and what to do. */

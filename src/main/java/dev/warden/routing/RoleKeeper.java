@@ -10,15 +10,19 @@ import org.jboss.logging.Logger;
 /**
  * Keeps the Service's Endpoints in step with readiness ({@link Route}): while this pod serves, it routes here alone,
  * written at once when this pod begins to serve and read again every {@code resync} (a warden that lost the gate may
- * still have written itself in, before its readiness knew); from the round this pod stops serving, and when warden
- * stops (before anything else lets go), it routes here no more. Readiness is looked at every {@code interval}; a request
- * the API server did not answer is tried again every {@code retry} and said once per reason, one that lost a race
- * (the Endpoints changed since it was read) at once. On its own thread: the API server's answer never holds up the gate
- * keeper or a probe.
+ * still have written itself in, before its readiness knew; another writer may have changed its ports or target); from
+ * the round this pod stops serving, and when warden stops (before anything else lets go), it routes here no more.
+ * Readiness is looked at every {@code interval}; a request the API server did not answer is tried again every
+ * {@code retry} and said once per reason, one that lost a race (the Endpoints changed since it was read) at once. On its
+ * own thread: the API server's answer never holds up the gate keeper or a probe.
  */
 public final class RoleKeeper {
 
     private static final Logger LOG = Logger.getLogger(RoleKeeper.class);
+    /** Lost races in a row after which another writer is said to be fighting this one. */
+    private static final int CHANGED_SAID_AFTER = 20;
+    /** How long a stop goes on taking this pod out once the loop has ended: the API server may not answer. */
+    private static final Duration STOP_WITHIN = Duration.ofSeconds(3);
 
     private final ServiceEndpoints endpoints;
     private final BooleanSupplier ready;
@@ -55,6 +59,7 @@ public final class RoleKeeper {
         long lookAt = retryAt;
         Optional<Boolean> kept = Optional.empty();
         String complained = null;
+        int changed = 0;
         while (!stopped) {
             boolean serving = ready.getAsBoolean();
             long now = System.nanoTime();
@@ -65,8 +70,14 @@ public final class RoleKeeper {
                     kept = Optional.of(serving);
                     lookAt = now + resync.toNanos();
                     complained = null;
+                    changed = 0;
                 } catch (ServiceEndpoints.Changed e) {
-                    // another warden wrote it meanwhile: read it again next round
+                    // another writer wrote it meanwhile: read it again next round
+                    if (++changed == CHANGED_SAID_AFTER) {
+                        LOG.warnf("The Endpoints %s changed between this warden's read and its write %d times in a row:"
+                                + " another writer keeps writing it (another warden that believes it serves, or something"
+                                + " outside the chart)", endpoints.describe(), CHANGED_SAID_AFTER);
+                    }
                 } catch (Exception e) {
                     retryAt = System.nanoTime() + retry.toNanos();
                     if (!String.valueOf(e.getMessage()).equals(complained)) {
@@ -82,7 +93,8 @@ public final class RoleKeeper {
     /** Reads the Endpoints and writes it as {@link Route} says for a pod that serves, or not. */
     private void keep(boolean serving) throws Exception {
         ServiceEndpoints.Routed read = endpoints.read();
-        Optional<Set<String>> next = Route.next(serving, endpoints.own(), read.addresses());
+        Optional<Set<String>> next = Route.next(serving, endpoints.own(), read.addresses())
+                .or(() -> serving && !endpoints.asWritten(read) ? Optional.of(Set.of(endpoints.own())) : Optional.empty());
         ServiceEndpoints.Routed now = next.isPresent() ? endpoints.write(read, next.get()) : read;
         Role role = Role.of(now.addresses().contains(endpoints.own()));
         if (applied.getAndSet(role) != role || next.isPresent()) {
@@ -94,8 +106,9 @@ public final class RoleKeeper {
 
     /**
      * Stops looking and takes this pod out of the Endpoints, waiting for the API server's answer (its request timeout;
-     * once more if another warden wrote it meanwhile): a warden that stops lets its lilbee go next, and the Service must
-     * not send clients to a pod that no longer serves.
+     * again, for up to {@link #STOP_WITHIN}, if another writer wrote it meanwhile): a warden that stops lets its lilbee
+     * go next, and the Service must not send clients to a pod that no longer serves. Nothing is asked where the
+     * Endpoints, last read or written, did not route here.
      */
     public void stop() {
         Thread running;
@@ -110,7 +123,11 @@ public final class RoleKeeper {
                 Thread.currentThread().interrupt();
             }
         }
-        for (int tries = 0; tries < 2; tries++) {
+        if (applied.get() == Role.STANDBY) {
+            return; // out as last read or written, and only this pod's warden writes it in
+        }
+        long until = System.nanoTime() + STOP_WITHIN.toNanos();
+        do {
             try {
                 keep(false);
                 return;
@@ -120,7 +137,7 @@ public final class RoleKeeper {
                 LOG.warnf("%s: the Endpoints may route here until the next serving warden writes itself in", e.getMessage());
                 return;
             }
-        }
+        } while (System.nanoTime() - until < 0);
     }
 
     private static void pause(Duration length) {

@@ -23,6 +23,12 @@ public interface ServiceEndpoints {
     String own();
 
     /**
+     * Whether {@code read} routes to this pod exactly as this warden writes it (its address alone, with its ports, its
+     * pod as the target): ports or a target changed by another writer are written again.
+     */
+    boolean asWritten(Routed read);
+
+    /**
      * The Endpoints now.
      *
      * @throws Exception the API server did not answer it: the message says why and what to do

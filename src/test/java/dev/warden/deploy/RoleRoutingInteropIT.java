@@ -1,8 +1,14 @@
 package dev.warden.deploy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.warden.gate.OwnPod;
+import dev.warden.kube.ApiServer;
+import dev.warden.kube.KubernetesAccess;
+import dev.warden.routing.ApiServerEndpoints;
 import dev.warden.testing.Await;
 import dev.warden.testing.Command;
 import dev.warden.testing.ControlPlane;
@@ -25,6 +31,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
@@ -131,6 +138,16 @@ class RoleRoutingInteropIT {
             Await.until("the serving pod routed to alone", Duration.ofSeconds(30),
                     () -> !changes.isEmpty() && changes.getLast().equals(ADDRESSES.get(first)));
             Endpoints written = client.endpoints().inNamespace(NAMESPACE).withName(SERVICE).get();
+            // Read again every second while it serves, and left alone: what the API server keeps is what warden wrote.
+            Thread.sleep(3000);
+            assertEquals(written.getMetadata().getResourceVersion(),
+                    client.endpoints().inNamespace(NAMESPACE).withName(SERVICE).get().getMetadata().getResourceVersion(),
+                    "not written again while nothing changed");
+            // Its ports changed by another writer: written again as warden writes it, within the second's read.
+            plane.ok(null, "-n", NAMESPACE, "patch", "endpoints", SERVICE, "--type=json", "-p",
+                    "[{\"op\":\"replace\",\"path\":\"/subsets/0/ports/0/port\",\"value\":1}]");
+            Await.until("the ports written again", Duration.ofSeconds(10), () -> client.endpoints().inNamespace(NAMESPACE)
+                    .withName(SERVICE).get().getSubsets().getFirst().getPorts().stream().noneMatch(p -> p.getPort() == 1));
             assertEquals(pods.get(first), written.getSubsets().getFirst().getAddresses().getFirst().getTargetRef().getName());
             assertEquals(List.of("api", "http", "management"), written.getSubsets().getFirst().getPorts().stream()
                     .map(p -> p.getName()).sorted().toList());
@@ -209,6 +226,58 @@ class RoleRoutingInteropIT {
                         NAMESPACE, "create", "-f", "-"))) {
             assertTrue(write.exitCode() != 0 && write.output().contains("Forbidden"), write.output());
         }
+    }
+
+    /**
+     * A release routed by readiness (its Service selecting its pods, so the endpoints controller made an Endpoints of the
+     * Service's name) upgraded to role routing, as docs/deploying.md says: without the annotation the upgrade is
+     * refused, naming the Endpoints; annotated as the release's, the upgrade takes it over, warden's write with the
+     * chart's token leaves none of the endpoints controller's marks on it, and the mirroring controller makes the
+     * Service's EndpointSlice of it.
+     */
+    @Test
+    void anUpgradeFromReadinessRoutingTakesOverTheEndpointsTheControllerMade() throws Exception {
+        String namespace = "role-upgrade";
+        String release = "u";
+        String name = release + "-warden";
+        plane.restrictedNamespace(namespace);
+        List<String> helm = List.of(KubernetesTypesInteropIT.tool("helm"), "--kubeconfig", plane.kubeconfig().toString(),
+                "--namespace", namespace);
+        Command.Run installed = KubernetesTypesInteropIT.run("", concat(helm, "install", release, "helm/warden", "-f",
+                "helm/warden/ci/gate-role-values.yaml", "--set", "gate.routing=readiness").toArray(String[]::new));
+        assertEquals(0, installed.exitCode(), installed.output());
+        Await.until("the endpoints controller's Endpoints", Duration.ofSeconds(60),
+                () -> plane.poll("-n", namespace, "get", "endpoints", name, "-o", "name").isPresent());
+        List<String> upgrade = concat(helm, "upgrade", release, "helm/warden", "-f", "helm/warden/ci/gate-role-values.yaml",
+                "--set", "gate.routing=role");
+        Command.Run refused = KubernetesTypesInteropIT.run("", upgrade.toArray(String[]::new));
+        assertTrue(refused.exitCode() != 0 && refused.output().contains("Endpoints") && refused.output().contains(name),
+                refused.output());
+        plane.ok(null, "-n", namespace, "annotate", "endpoints", name, "meta.helm.sh/release-name=" + release,
+                "meta.helm.sh/release-namespace=" + namespace);
+        plane.ok(null, "-n", namespace, "label", "endpoints", name, "app.kubernetes.io/managed-by=Helm", "--overwrite");
+        Command.Run upgraded = KubernetesTypesInteropIT.run("", upgrade.toArray(String[]::new));
+        assertEquals(0, upgraded.exitCode(), upgraded.output());
+        assertEquals("", plane.ok(null, "-n", namespace, "get", "service", name, "-o", "jsonpath={.spec.selector}").strip(),
+                "the Service selects no pod now");
+        // The serving warden's write, as warden makes it (no lilbee runs here to elect one), with the chart's token.
+        Path token = plane.kubeconfigOf(namespace, release + "-warden-gate");
+        ApiServer api = new ApiServer(KubernetesAccess.of(Map.of("KUBECONFIG", token.toString()), KubernetesAccess.SERVICE_ACCOUNT),
+                Duration.ofSeconds(5));
+        try (ApiServerEndpoints endpoints = ApiServerEndpoints.of(new OwnPod(api, namespace, release + "-pod", Optional.empty()),
+                new ObjectMapper(), name, List.of(ApiServerEndpoints.Port.of("http=7433")), "10.244.0.21", Optional.empty())) {
+            assertEquals(Set.of("10.244.0.21"), endpoints.write(endpoints.read(), Set.of("10.244.0.21")).addresses());
+        }
+        String labels = plane.ok(null, "-n", namespace, "get", "endpoints", name, "-o", "jsonpath={.metadata.labels}");
+        assertFalse(labels.contains("skip-mirror") || labels.contains("endpoints.kubernetes.io/managed-by"), labels);
+        Await.until("the mirrored EndpointSlice", Duration.ofSeconds(30), () -> plane.poll("-n", namespace, "get",
+                "endpointslices", "-l", "kubernetes.io/service-name=" + name + ",endpointslice.kubernetes.io/managed-by="
+                        + "endpointslicemirroring-controller.k8s.io", "-o", "jsonpath={.items[*].endpoints[*].addresses[*]}")
+                .map(a -> a.contains("10.244.0.21")).orElse(false));
+    }
+
+    private static List<String> concat(List<String> head, String... tail) {
+        return java.util.stream.Stream.concat(head.stream(), java.util.stream.Stream.of(tail)).toList();
     }
 
     /** {@code kubectl auth can-i} of {@code what} ("verb resource[/name] [flags]") in the release's namespace: yes or no. */

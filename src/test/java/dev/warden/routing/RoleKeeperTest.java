@@ -28,6 +28,8 @@ class RoleKeeperTest {
         final List<Set<String>> written = new CopyOnWriteArrayList<>();
         final AtomicInteger refusals = new AtomicInteger();
         final AtomicInteger requests = new AtomicInteger();
+        /** Writes of another writer to slip in between this warden's next reads and writes. */
+        final AtomicInteger slips = new AtomicInteger();
         private Routed now = new Routed(Set.of(), 1);
 
         @Override
@@ -41,6 +43,11 @@ class RoleKeeperTest {
         }
 
         @Override
+        public boolean asWritten(Routed read) {
+            return true;
+        }
+
+        @Override
         public synchronized Routed read() {
             refuse();
             return now;
@@ -49,6 +56,9 @@ class RoleKeeperTest {
         @Override
         public synchronized Routed write(Routed read, Set<String> addresses) throws Changed {
             refuse();
+            if (slips.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                writtenElsewhere(Set.of(OWN, OTHER));
+            }
             if (!read.version().equals(now.version())) {
                 throw new Changed("changed");
             }
@@ -119,6 +129,24 @@ class RoleKeeperTest {
         endpoints.writtenElsewhere(Set.of(OTHER));
         keeper.stop();
         assertEquals(List.of(Set.of(OTHER)), endpoints.written, "and it writes nothing more, stopping either");
+    }
+
+    @Test
+    void aWriteThatLostARaceIsDecidedAgainOnWhatWonIt() {
+        RecordedEndpoints endpoints = new RecordedEndpoints();
+        AtomicBoolean ready = new AtomicBoolean(true);
+        RoleKeeper keeper = keeper(endpoints, ready, Duration.ofSeconds(10));
+        keeper.start();
+        Await.until("routed here", () -> keeper.applied() == Role.PRIMARY);
+        endpoints.slips.set(2);
+        ready.set(false);
+        Await.until("out, the other writer's pod kept", () -> keeper.applied() == Role.STANDBY);
+        assertEquals(Set.of(OTHER), endpoints.routed(), "decided on what won, at once (no retry wait)");
+        ready.set(true);
+        Await.until("in again", () -> keeper.applied() == Role.PRIMARY);
+        endpoints.slips.set(1);
+        keeper.stop();
+        assertEquals(Set.of(OTHER), endpoints.routed(), "a stop that lost its race read again and took itself out");
     }
 
     @Test
