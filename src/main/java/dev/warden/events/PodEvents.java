@@ -116,7 +116,7 @@ public class PodEvents {
         }
     }
 
-    /** After the gate keeper's and the role label's last words (they stop first), what is queued goes, briefly. */
+    /** After the gate keeper's and the role routing's last words (they stop first), what is queued goes, briefly. */
     void onShutdown(@Observes @Priority(10_000) ShutdownEvent event) throws InterruptedException {
         Thread running;
         synchronized (this) {

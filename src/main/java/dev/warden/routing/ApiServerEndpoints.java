@@ -16,7 +16,8 @@ import java.util.regex.Pattern;
 /**
  * The Service's Endpoints (core v1) on the API server: read with a GET, written with a PUT of the object as read with its
  * subsets changed (its resourceVersion makes the API server refuse a write over a change this warden has not seen; its
- * labels and annotations go back as they came). An Endpoints routes the Service of its own name and no other, and the
+ * labels and annotations go back as they came, but for the endpoints controller's marks, which keep the mirroring
+ * controller off an Endpoints it made while the Service selected pods). An Endpoints routes the Service of its own name and no other, and the
  * chart's Role names it: a stolen token routes that one Service (an EndpointSlice joins whichever Service its label
  * names, a label its writer sets). kube-controller-manager's EndpointSlice mirroring controller makes the slices
  * kube-proxy reads from it.

@@ -1,9 +1,9 @@
 package dev.warden.routing;
 
 /**
- * Which pod clients are sent to when the Service routes by role: the value of the label warden keeps on its own pod.
- * Primary exactly while {@code /q/health/ready} is UP (in gate mode: elected, its lilbee proven on {@code server.lock}
- * and answering), so the two never disagree.
+ * Whether clients are sent to this pod when the Service routes by role: primary exactly while {@code /q/health/ready}
+ * is UP (in gate mode: elected, its lilbee proven on {@code server.lock} and answering), so the two never disagree; the
+ * serving warden writes its pod in the Service's Endpoints, and {@code GET /api/v1/role} says it.
  */
 public enum Role {
     PRIMARY("primary"),
@@ -15,7 +15,7 @@ public enum Role {
         this.value = value;
     }
 
-    /** The label's value. */
+    /** As {@code GET /api/v1/role} says it. */
     public String value() {
         return value;
     }
