@@ -14,6 +14,8 @@ import dev.warden.hold.LockStatus;
 import dev.warden.reaper.PassOutcome;
 import dev.warden.reaper.ReaperService;
 import dev.warden.reaper.Unused;
+import dev.warden.routing.Role;
+import dev.warden.routing.RoleRouting;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -41,16 +43,18 @@ public class WardenMetrics {
     private final LockKeeper keeper;
     private final GateKeeper gate;
     private final ReaperService reaper;
+    private final RoleRouting routing;
     private final WardenConfig config;
     private final InstantSource clock;
     private final AtomicBoolean started = new AtomicBoolean();
     private final Set<LockKind> registered = ConcurrentHashMap.newKeySet();
 
-    public WardenMetrics(LockKeeper keeper, GateKeeper gate, ReaperService reaper, WardenConfig config,
+    public WardenMetrics(LockKeeper keeper, GateKeeper gate, ReaperService reaper, RoleRouting routing, WardenConfig config,
             InstantSource clock) {
         this.keeper = keeper;
         this.gate = gate;
         this.reaper = reaper;
+        this.routing = routing;
         this.config = config;
         this.clock = clock;
     }
@@ -127,6 +131,14 @@ public class WardenMetrics {
                 .description("0 when warden is PID 1 of a PID namespace of its own, where it can never see its pod's"
                         + " lilbee, so this pod can never serve (set shareProcessNamespace: true)")
                 .tags(labels).register(meters);
+        if (config.gate().routing() == WardenConfig.Gate.Routing.ROLE) {
+            Gauge.builder("warden.gate.routed", this, m -> m.routing.applied().map(r -> r == Role.PRIMARY ? 1.0 : 0.0)
+                            .orElse(Double.NaN))
+                    .description("Role routing: 1 while the Service's Endpoints routes to this pod, as this warden last"
+                            + " read or wrote it; 0 while it does not. 0 beside warden_gate_serving 1 is a pod that serves"
+                            + " and gets no clients")
+                    .tags(labels).register(meters);
+        }
         if (config.gate().election() == WardenConfig.Gate.Election.LEASE) {
             Gauge.builder("warden.gate.lease.renew.time", this, m -> m.gate.snapshot().lease()
                             .flatMap(GateSnapshot.LeaseView::renewed).map(t -> t.toEpochMilli() / 1000.0).orElse(Double.NaN))

@@ -546,7 +546,7 @@ class HelmChartTest {
 
         String operations = Files.readString(Path.of("docs/operations.md"));
         JsonNode rules = kind(objects, "PrometheusRule").at("/spec/groups/0/rules");
-        assertEquals(7, rules.size(), rules.toString());
+        assertEquals(8, rules.size(), rules.toString());
         for (JsonNode rule : rules) {
             String alert = rule.path("alert").asText();
             assertTrue(List.of("critical", "warning").contains(rule.at("/labels/severity").asText()), rule.toString());

@@ -14,6 +14,7 @@ import dev.warden.testing.Command;
 import dev.warden.testing.ControlPlane;
 import dev.warden.testing.Kubectl;
 import dev.warden.testing.LeaseWardens;
+import dev.warden.testing.PromText;
 import dev.warden.testing.WardenProcess;
 import io.fabric8.kubernetes.api.model.EndpointAddress;
 import io.fabric8.kubernetes.api.model.Endpoints;
@@ -155,6 +156,15 @@ class RoleRoutingInteropIT {
             assertTrue(leader.text("/api/v1/role").contains("\"routed\":true"), leader.text("/api/v1/role"));
             WardenProcess other = podOf.entrySet().stream().filter(e -> e.getValue() == second).findFirst().orElseThrow().getKey();
             assertEquals(503, other.get("/api/v1/role", null).statusCode(), "a standby says so, with no token");
+            assertEquals(1.0, PromText.value(leader.text("/q/metrics"), "warden_gate_routed").orElseThrow(), "routed here");
+            Await.until("the standby's series says it is not routed to", Duration.ofSeconds(10),
+                    () -> {
+                        try {
+                            return PromText.value(other.text("/q/metrics"), "warden_gate_routed").orElse(-1) == 0.0;
+                        } catch (java.io.IOException | InterruptedException e) {
+                            return false;
+                        }
+                    });
             // SIGTERM: out, then the other in.
             assertEquals(0, leader.terminate(), leader.log());
             wardens.forget(leader);
