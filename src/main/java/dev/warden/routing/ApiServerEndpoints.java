@@ -115,32 +115,33 @@ public final class ApiServerEndpoints implements ServiceEndpoints, AutoCloseable
     @Override
     public Routed write(Routed read, Set<String> addresses) throws Exception {
         ObjectNode endpoints = ((ObjectNode) read.version()).deepCopy();
-        ArrayNode subsets = json.createArrayNode();
-        if (addresses.contains(own)) {
-            subsets = ownSubsets();
-        } else {
-            for (JsonNode subset : endpoints.path("subsets")) {
-                ArrayNode kept = json.createArrayNode();
-                subset.path("addresses").forEach(a -> {
-                    if (addresses.contains(a.path("ip").asText())) {
-                        kept.add(a);
-                    }
-                });
-                if (!kept.isEmpty()) {
-                    ObjectNode copy = ((ObjectNode) subset).deepCopy();
-                    copy.set("addresses", kept);
-                    copy.remove("notReadyAddresses");
-                    subsets.add(copy);
-                }
-            }
-        }
-        endpoints.set("subsets", subsets);
+        endpoints.set("subsets", addresses.contains(own) ? ownSubsets() : kept(endpoints.path("subsets"), addresses));
         // The endpoints controller's marks, on an Endpoints it made while the Service still selected pods (a release
         // routed by readiness before): the mirroring controller makes no EndpointSlice of one that carries them.
         if (endpoints.path("metadata").path("labels") instanceof ObjectNode labels) {
             labels.remove(List.of(SKIP_MIRROR, MANAGED_BY));
         }
         return routed(pod.api().send("PUT", path(), "application/json", json.writeValueAsString(endpoints)), "written");
+    }
+
+    /** Of {@code subsets}, the addresses in {@code addresses} alone, each subset with its ports; none left, no subset. */
+    private ArrayNode kept(JsonNode subsets, Set<String> addresses) {
+        ArrayNode kept = json.createArrayNode();
+        for (JsonNode subset : subsets) {
+            ArrayNode staying = json.createArrayNode();
+            subset.path("addresses").forEach(a -> {
+                if (addresses.contains(a.path("ip").asText())) {
+                    staying.add(a);
+                }
+            });
+            if (!staying.isEmpty()) {
+                ObjectNode copy = ((ObjectNode) subset).deepCopy();
+                copy.set("addresses", staying);
+                copy.remove("notReadyAddresses");
+                kept.add(copy);
+            }
+        }
+        return kept;
     }
 
     @Override
