@@ -6,6 +6,7 @@ import dev.warden.engine.EngineUsers;
 import dev.warden.hold.ScopeOwner;
 import dev.warden.hold.ScopeOwnerFile;
 import dev.warden.library.LibraryLocks;
+import dev.warden.library.LibraryUnlockableException;
 import dev.warden.library.LockTimeoutException;
 import dev.warden.library.ResetRefusedException;
 import dev.warden.lock.FileLocker;
@@ -187,8 +188,8 @@ public class ExecCommand implements Callable<Integer> {
             }
             case SYNC -> {
                 try {
-                    library.syncRunning(lilbee.dataRoot(), left).ifPresent(held::push);
-                } catch (LockTimeoutException e) {
+                    held.push(library.syncRunning(lilbee.dataRoot(), left));
+                } catch (LockTimeoutException | LibraryUnlockableException e) {
                     return Optional.of(e.getMessage());
                 }
             }

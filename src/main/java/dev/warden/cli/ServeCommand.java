@@ -8,6 +8,7 @@ import dev.warden.config.LilbeePaths;
 import dev.warden.config.Mode;
 import dev.warden.config.WardenConfig;
 import dev.warden.control.ControlSocket;
+import dev.warden.events.PodEvent;
 import dev.warden.events.PodEvents;
 import dev.warden.footprint.OneOffPages;
 import dev.warden.gate.GateKeeper;
@@ -192,6 +193,7 @@ public class ServeCommand implements Callable<Integer> {
                 return ExitCodes.USAGE;
             }
         }
+        keeper.onReachChange(verdict -> PodEvent.ofReach(verdict).ifPresent(events::record));
         if (chosen == Mode.GATE) {
             lilbee.scopeDir().ifPresent(scope -> LOG.warnf("In gate mode warden watches %s only: the scope lock in %s is"
                     + " lilbee's own, and a pod whose lilbee it refuses exits 3", lilbee.serverLock(), scope));

@@ -377,6 +377,16 @@ public interface WardenConfig {
         /** Pause before retrying a lock that failed with an error (not contention), so a broken volume is not hammered. */
         @WithDefault("1s")
         Duration errorRetry();
+
+        /**
+         * How often the holder of a lock that should exclude every pod (hold mode's server.lock, gate mode's gate lock
+         * in file election) writes its heartbeat beside it, {@code <lock>.heartbeat}: a pod whose lock did not reach
+         * through its own mount finds the beats and stands by. A lock taken at once while that file names a holder that
+         * has not let go is held only once the file stays still for 4 beats (1 s by default); a lock taken after a wait
+         * in the kernel is held at once.
+         */
+        @WithDefault("250ms")
+        Duration heartbeat();
     }
 
     interface Startup {

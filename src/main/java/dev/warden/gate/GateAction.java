@@ -1,4 +1,6 @@
 package dev.warden.gate;
+import dev.warden.time.Moment;
+
 
 /** What the gate keeper does after a round's decision, at its edges. */
 public sealed interface GateAction {

@@ -8,6 +8,7 @@ import dev.warden.gate.GatePhase.Standby;
 import dev.warden.gate.GatePhase.Watch;
 import dev.warden.lock.FileId;
 import dev.warden.lock.LockProbe;
+import dev.warden.time.Moment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -134,6 +135,7 @@ public class GateDecision {
                     + " descriptor of its open file unlocked it (this pod's lilbee, or one that took the descriptor from it),"
                     + " and another pod may be elected already");
             case Observation.Gate.NotHeld notHeld -> Optional.of("another warden holds the gate");
+            case Observation.Gate.Unproven unproven -> Optional.of(unproven.why());
             // The volume cannot lock: where the Lease elects, it elects alone.
             case Observation.Gate.Unlockable unlockable when lease.isPresent() -> Optional.empty();
             case Observation.Gate.Unlockable unlockable -> Optional.of(unlockable.why());

@@ -1,5 +1,7 @@
 package dev.warden.gate;
 
+import dev.warden.time.Moment;
+import dev.warden.time.MonotonicClock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;

@@ -8,9 +8,12 @@ import dev.warden.gate.GateDecision.Step;
 import dev.warden.hold.HoldSnapshot.Phase;
 import dev.warden.hold.KeeperLoop;
 import dev.warden.lock.FileLocker;
+import dev.warden.lock.LockReach;
 import dev.warden.lock.Posix;
 import dev.warden.lock.ProcFs;
 import dev.warden.lock.ProcLocks;
+import dev.warden.time.Moment;
+import dev.warden.time.MonotonicClock;
 import io.quarkus.runtime.ShutdownEvent;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
@@ -60,6 +63,8 @@ public class GateKeeper {
     private final GateTimings timings;
     /** How often a gate lock held vanished under this warden: for the metric. */
     private final LongAdder lostGateLocks = new LongAdder();
+    /** The gate lock's heartbeat where a file lock elects, for the metric. */
+    private volatile Optional<LockReach> reach = Optional.empty();
     /** Confined to the keeper thread once it runs (handed over by Thread.start). */
     private Round round;
 
@@ -69,7 +74,7 @@ public class GateKeeper {
      * shows), and the switch socket's path and owner.
      */
     public record Edges(FileLocker locker, Posix posix, ProcFs procs, ProcLocks procLocks, MonotonicClock clock,
-            InstantSource wall, Path socket, int uid, Duration pollInterval, Duration errorRetry) {
+            InstantSource wall, Path socket, int uid, Duration pollInterval, Duration errorRetry, LockReach.Factory reaches) {
     }
 
     /** Everything one run of the keeper holds, on its thread: the pod as its gate sees it, and where it stands. */
@@ -93,10 +98,10 @@ public class GateKeeper {
 
     @Inject
     public GateKeeper(FileLocker locker, Posix posix, ProcFs procs, ProcLocks procLocks, InstantSource wall,
-            WardenConfig config) {
+            WardenConfig config, LockReach.Factory reaches) {
         this(new Edges(locker, posix, procs, procLocks, MonotonicClock.SYSTEM, wall, config.gate().supervisor().socket(),
                 config.gate().supervisor().uid().orElseGet(() -> Integer.parseInt(FileLocker.currentUid())),
-                config.lock().pollInterval(), config.lock().errorRetry()), GateTimings.of(config.gate()));
+                config.lock().pollInterval(), config.lock().errorRetry(), reaches), GateTimings.of(config.gate()));
     }
 
     public GateKeeper(Edges edges, GateTimings timings) {
@@ -134,8 +139,13 @@ public class GateKeeper {
         lease = election;
         Moment now = edges.clock().now();
         long wallOffset = edges.wall().instant().getEpochSecond() * 1_000_000_000L + edges.wall().instant().getNano() - now.nanos();
+        // A lilbee outlives its warden's last round by its permit and the overrun: a holder silent for less may still serve.
+        reach = Optional.ofNullable(election == null ? edges.reaches().of(paths.gateLock(), timings.permit().plus(timings.overrun()))
+                : null);
+        reach.ifPresent(r -> r.onChange(verdict -> PodEvent.ofReach(verdict).ifPresent(event -> eventListeners.forEach(
+                listener -> listener.accept(event)))));
         PodGate world = new PodGate(edges.posix(), edges.locker(), paths, lilbeeSwitch, new GateLock(edges.locker(),
-                edges.procs(), paths.gateLock(), edges.errorRetry()), new LilbeeProof(edges.procs(), edges.clock()),
+                edges.procs(), paths.gateLock(), edges.errorRetry(), reach), new LilbeeProof(edges.procs(), edges.clock()),
                 edges.clock(), () -> lease, stepDowns(), timings);
         round = new Round(paths, world, wallOffset, GatePhase.begin(world.gateAtPath(), now, timings.permit()));
         publish(round, null, Phase.RUNNING);
@@ -166,6 +176,11 @@ public class GateKeeper {
         };
     }
 
+
+    /** Whether another pod holds the gate lock too, through a mount whose locks do not reach this one (file election). */
+    public boolean gateLockShared() {
+        return reach.map(LockReach::shared).orElse(false);
+    }
 
     /** {@code listener} hears the Events each round makes (GateEvents), on the keeper's thread: it must not wait. */
     public void onEvent(Consumer<PodEvent> listener) {

@@ -3,8 +3,10 @@ package dev.warden.gate;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
+import dev.warden.lock.LockReach;
 import dev.warden.lock.Posix;
 import dev.warden.lock.ProcFs;
+import dev.warden.time.Moment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
@@ -28,6 +30,8 @@ public final class GateLock implements AutoCloseable {
     private final ProcFs procs;
     private final Path path;
     private final Duration errorRetry;
+    /** The gate lock's heartbeat where a file lock elects (none where the Lease does, whose pods' locks need not meet). */
+    private final Optional<LockReach> reach;
     private HeldLock held;
     /** The lock let go while this pod's supervisor holds the same open file for its stopping lilbee: kept, to be unlocked. */
     private HeldLock retired;
@@ -36,11 +40,13 @@ public final class GateLock implements AutoCloseable {
     private String unlockable;
     private Moment retryAt;
 
-    public GateLock(FileLocker locker, ProcFs procs, Path path, Duration errorRetry) {
+    /** @param reach the heartbeat that proves a lock taken excludes the other pods; empty where the Lease elects */
+    public GateLock(FileLocker locker, ProcFs procs, Path path, Duration errorRetry, Optional<LockReach> reach) {
         this.locker = locker;
         this.procs = procs;
         this.path = path;
         this.errorRetry = errorRetry;
+        this.reach = reach;
     }
 
     /** What is held, as one look: the file, whether it is still at the path, and whether its lock is still there. */
@@ -50,6 +56,7 @@ public final class GateLock implements AutoCloseable {
             waiting = null;
             try {
                 held = done.join();
+                taken();
             } catch (CompletionException e) {
                 fail(e.getCause() instanceof LockException locked ? locked.getMessage() : String.valueOf(e.getCause()), null);
             }
@@ -58,7 +65,14 @@ public final class GateLock implements AutoCloseable {
             if (!procs.exclusiveFlock(procs.self(), held.descriptorToPass(), held.fileId())) {
                 return new Observation.Gate.Lost(held.fileId());
             }
-            return new Observation.Gate.Held(held.fileId(), held.stillAtPath());
+            boolean atPath = held.stillAtPath();
+            // A lock on a file no longer at the path is let go whatever its heartbeat shows.
+            Optional<LockReach.Verdict> verdict = reach.filter(r -> atPath).map(LockReach::keep);
+            if (verdict.isPresent() && !(verdict.get() instanceof LockReach.Verdict.Proven)) {
+                return new Observation.Gate.Unproven(held.fileId(), verdict.get() instanceof LockReach.Verdict.Shared,
+                        why(verdict.get()));
+            }
+            return new Observation.Gate.Held(held.fileId(), atPath);
         }
         return unlockable != null ? new Observation.Gate.Unlockable(unlockable) : new Observation.Gate.NotHeld();
     }
@@ -74,12 +88,26 @@ public final class GateLock implements AutoCloseable {
             retryAt = null;
             if (won.isPresent()) {
                 held = won.get();
+                taken();
             } else {
                 waiting = locker.lockInBackground(path);
             }
         } catch (LockException e) {
             fail(e.getMessage(), now);
         }
+    }
+
+    /** A lock just taken: its heartbeat starts. */
+    private void taken() {
+        reach.ifPresent(r -> r.taken(held.fileId()));
+    }
+
+    private static String why(LockReach.Verdict verdict) {
+        return switch (verdict) {
+            case LockReach.Verdict.Proving proving -> proving.why();
+            case LockReach.Verdict.Shared shared -> shared.why();
+            case LockReach.Verdict.Proven proven -> proven.why();
+        };
     }
 
     private void fail(String why, Moment now) {
@@ -103,6 +131,7 @@ public final class GateLock implements AutoCloseable {
         locker.adopt(fd, path, procs).ifPresent(adopted -> {
             cancelWaiting();
             held = adopted;
+            taken();
             LOG.infof("Holding %s again: this pod's supervisor gave back the lock it kept for its lilbee", path);
         });
     }
@@ -122,10 +151,13 @@ public final class GateLock implements AutoCloseable {
     void release() {
         cancelWaiting();
         if (held != null) {
+            // This pod's supervisor may keep the same open file locked for a lilbee that is still stopping.
+            reach.ifPresent(LockReach::forget);
             held.close();
             held = null;
         }
         if (retired != null) {
+            reach.ifPresent(LockReach::forget);
             retired.close();
             retired = null;
         }
@@ -150,6 +182,8 @@ public final class GateLock implements AutoCloseable {
     void unlock() {
         if (retired != null) {
             try {
+                // This pod's lilbee has let server.lock go: nothing of this hold outlives the unlock.
+                reach.ifPresent(LockReach::letGo);
                 retired.unlockAndClose();
                 LOG.debugf("%s unlocked: this pod's stopping lilbee has let server.lock go", path);
             } catch (Posix.ErrnoException e) {

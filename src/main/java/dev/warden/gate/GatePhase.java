@@ -1,6 +1,7 @@
 package dev.warden.gate;
 
 import dev.warden.lock.FileId;
+import dev.warden.time.Moment;
 import java.time.Duration;
 import java.util.Optional;
 

@@ -2,6 +2,7 @@ package dev.warden.gate;
 
 import dev.warden.gate.GateDecision.Step;
 import dev.warden.lock.FileId;
+import dev.warden.time.Moment;
 import java.util.HashSet;
 import java.util.Optional;
 import java.util.Set;

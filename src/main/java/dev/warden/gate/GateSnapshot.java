@@ -6,6 +6,7 @@ import dev.warden.gate.GateDecision.LilbeeState;
 import dev.warden.gate.GateDecision.Step;
 import dev.warden.hold.HoldSnapshot.Phase;
 import dev.warden.lock.LockProbe;
+import dev.warden.time.Moment;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.Optional;
@@ -49,6 +50,8 @@ public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, Serve
             case GatePhase.Elected elected -> new GateState.Elected(instant.apply(elected.since()));
             case GatePhase.Standby standby when seen.get().gate() instanceof Observation.Gate.Unlockable unlockable
                     && lease.isEmpty() -> new GateState.Failed(instant.apply(standby.since()), unlockable.why());
+            case GatePhase.Standby standby when seen.get().gate() instanceof Observation.Gate.Unproven unproven
+                    && unproven.shared() -> new GateState.Failed(instant.apply(standby.since()), unproven.why());
             case GatePhase.Standby standby -> new GateState.Standby(instant.apply(standby.since()), gateHolder);
         };
         Word word = step.get().word();

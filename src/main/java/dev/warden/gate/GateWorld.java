@@ -2,6 +2,7 @@ package dev.warden.gate;
 
 import dev.warden.gate.GateAction.Word;
 import dev.warden.lock.FileId;
+import dev.warden.time.Moment;
 import java.util.Optional;
 import java.util.Set;
 

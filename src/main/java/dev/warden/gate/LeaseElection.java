@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.config.WardenConfig;
 import dev.warden.kube.ApiServer;
 import dev.warden.kube.KubernetesAccess;
+import dev.warden.time.Moment;
+import dev.warden.time.MonotonicClock;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;

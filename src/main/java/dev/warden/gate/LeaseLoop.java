@@ -1,5 +1,6 @@
 package dev.warden.gate;
 
+import dev.warden.time.Moment;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;

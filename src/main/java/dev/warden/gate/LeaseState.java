@@ -1,5 +1,6 @@
 package dev.warden.gate;
 
+import dev.warden.time.Moment;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;

@@ -2,6 +2,8 @@ package dev.warden.gate;
 
 import dev.warden.lock.FileId;
 import dev.warden.lock.ProcFs;
+import dev.warden.time.Moment;
+import dev.warden.time.MonotonicClock;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;

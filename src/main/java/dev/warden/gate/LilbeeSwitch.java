@@ -5,6 +5,7 @@ import dev.warden.lock.CheckedDir;
 import dev.warden.lock.FileId;
 import dev.warden.lock.Posix;
 import dev.warden.lock.ProcFs;
+import dev.warden.time.Moment;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;

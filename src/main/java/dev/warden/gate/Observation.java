@@ -2,6 +2,7 @@ package dev.warden.gate;
 
 import dev.warden.lock.FileId;
 import dev.warden.lock.LockProbe;
+import dev.warden.time.Moment;
 import java.util.Optional;
 import java.util.Set;
 
@@ -39,6 +40,15 @@ public record Observation(Moment now, Gate gate, Optional<Lease> lease, Optional
          * Never held from here: another pod may be elected already.
          */
         record Lost(FileId file) implements Gate {
+        }
+
+        /**
+         * This warden holds a lock on {@code file} that is not proven to exclude the other pods: taken at once while its
+         * heartbeat named a holder that has not let go ({@code shared} false: watching whether it still beats), or held
+         * by another pod at once through a mount whose locks do not reach this one ({@code shared}). Kept, never served:
+         * {@code why} names the mount and the fix.
+         */
+        record Unproven(FileId file, boolean shared, String why) implements Gate {
         }
 
         /**

@@ -6,6 +6,8 @@ import dev.warden.lock.FileId;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.LockException;
 import dev.warden.lock.Posix;
+import dev.warden.time.Moment;
+import dev.warden.time.MonotonicClock;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;

@@ -73,6 +73,14 @@ public class LockReadinessCheck implements HealthCheck {
                 response.withData(key + ".error", failed.message());
             }
             case LockState.Waiting waiting -> response.withData(key + ".waiting", waiting.reason());
+            case LockState.Proving proving -> {
+                response.withData(key + ".since", proving.since().toString());
+                response.withData(key + ".proving", proving.why());
+            }
+            case LockState.Shared shared -> {
+                response.withData(key + ".since", shared.since().toString());
+                response.withData(key + ".error", shared.why());
+            }
         }
     }
 }

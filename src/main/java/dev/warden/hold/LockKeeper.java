@@ -5,6 +5,7 @@ import dev.warden.config.WardenConfig;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
+import dev.warden.lock.LockReach;
 import dev.warden.lock.ProcLocks;
 import io.quarkus.runtime.ShutdownEvent;
 import jakarta.enterprise.event.Observes;
@@ -26,6 +27,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 import org.jboss.logging.Logger;
 
 /**
@@ -54,25 +56,35 @@ public class LockKeeper {
     private final InstantSource clock;
     private final KeeperLoop loop;
     private final Duration errorRetry;
+    private final LockReach.Factory reaches;
     private final long pid = ProcessHandle.current().pid();
 
     private final AtomicReference<HoldSnapshot> published = new AtomicReference<>(HoldSnapshot.notStarted());
     private final List<BiConsumer<LilbeePaths, Set<LockKind>>> planListeners = new CopyOnWriteArrayList<>();
+    private final List<Consumer<LockReach.Verdict>> reachListeners = new CopyOnWriteArrayList<>();
     private boolean started;
 
     // Confined to the keeper thread once it runs (handed over by Thread.start).
     private LilbeePaths paths;
-    private List<Slot> slots = List.of();
+    /** Replaced whole at the start; read by the metrics too. */
+    private volatile List<Slot> slots = List.of();
     private boolean everHeldAll;
 
     @Inject
     public LockKeeper(FileLocker locker, ProcLocks procLocks, ScopeOwnerFile ownerFile, InstantSource clock,
-            WardenConfig config) {
-        this(locker, procLocks, ownerFile, clock, config.lock().pollInterval(), config.lock().errorRetry());
+            WardenConfig config, LockReach.Factory reaches) {
+        this(locker, procLocks, ownerFile, clock, config.lock().pollInterval(), config.lock().errorRetry(), reaches);
+    }
+
+    /** As warden runs it, with a heartbeat of the default beat beside the data-dir lock. */
+    public LockKeeper(FileLocker locker, ProcLocks procLocks, ScopeOwnerFile ownerFile, InstantSource clock,
+            Duration pollInterval, Duration errorRetry) {
+        this(locker, procLocks, ownerFile, clock, pollInterval, errorRetry, LockReach.Factory.system(Duration.ofMillis(250)));
     }
 
     public LockKeeper(FileLocker locker, ProcLocks procLocks, ScopeOwnerFile ownerFile, InstantSource clock,
-            Duration pollInterval, Duration errorRetry) {
+            Duration pollInterval, Duration errorRetry, LockReach.Factory reaches) {
+        this.reaches = reaches;
         this.locker = locker;
         this.procLocks = procLocks;
         this.ownerFile = ownerFile;
@@ -96,7 +108,13 @@ public class LockKeeper {
         paths = prepare(lilbeePaths);
         List<Slot> planned = new ArrayList<>();
         paths.scopeLock().ifPresent(p -> planned.add(new Slot(LockKind.SCOPE, p)));
-        planned.add(new Slot(LockKind.DATA_DIR, paths.serverLock()));
+        Slot dataDir = new Slot(LockKind.DATA_DIR, paths.serverLock());
+        // The scope lock excludes servers of the scope on this volume's mounts too, but one server per data dir is the
+        // promise, and the data-dir lock is what keeps it: that is the lock whose reach is proven.
+        // Nothing of hold mode's outlives its hold: warden holds server.lock in place of the server.
+        dataDir.reach = reaches.of(paths.serverLock(), Duration.ZERO);
+        dataDir.reach.onChange(verdict -> reachListeners.forEach(listener -> listener.accept(verdict)));
+        planned.add(dataDir);
         slots = List.copyOf(planned);
         Set<LockKind> kinds = EnumSet.noneOf(LockKind.class);
         planned.forEach(slot -> kinds.add(slot.kind));
@@ -122,6 +140,19 @@ public class LockKeeper {
      */
     public void onPlanned(BiConsumer<LilbeePaths, Set<LockKind>> listener) {
         planListeners.add(listener);
+    }
+
+    /**
+     * Calls {@code listener} with each change of what is known of the data-dir lock's reach (proving it, shared with a
+     * pod whose mount it does not reach, proven), on the keeper's thread: it must not wait.
+     */
+    public void onReachChange(Consumer<LockReach.Verdict> listener) {
+        reachListeners.add(listener);
+    }
+
+    /** Whether another pod holds the data-dir lock too, through a mount whose locks do not reach this one. */
+    public boolean lockShared() {
+        return slots.stream().anyMatch(slot -> slot.reach != null && slot.reach.shared());
     }
 
     /** Lets go of every lock (owner file before its scope lock), promptly. Safe to call twice. */
@@ -174,7 +205,7 @@ public class LockKeeper {
             }
             becomeHolder(slot, lock.get(), now);
         }
-        everHeldAll = true;
+        everHeldAll = slots.stream().allMatch(slot -> slot.state instanceof LockState.Held);
         writeOwnerIfDue();
         return Optional.empty();
     }
@@ -209,6 +240,13 @@ public class LockKeeper {
             Slot slot = slots.get(i);
             if (slot.held != null) {
                 if (slot.held.stillAtPath()) {
+                    if (slot.reach != null) {
+                        LockState next = proven(slot.reach.keep(), slot.state, now);
+                        if (next instanceof LockState.Held && !(slot.state instanceof LockState.Held)) {
+                            LOG.infof("Holding %s", slot.path);
+                        }
+                        slot.state = next;
+                    }
                     continue;
                 }
                 LOG.warnf("%s was deleted or replaced while warden held it: letting go and taking it again", slot.path);
@@ -221,7 +259,7 @@ public class LockKeeper {
                 return;
             }
         }
-        everHeldAll = true;
+        everHeldAll |= slots.stream().allMatch(slot -> slot.state instanceof LockState.Held);
     }
 
     /** Moves one lock towards held without blocking; true when it is ours. */
@@ -261,13 +299,32 @@ public class LockKeeper {
         slot.held = lock;
         slot.retryAt = null;
         LockState previous = slot.state;
-        slot.state = new LockState.Held(now, previous instanceof LockState.HeldElsewhere elsewhere
+        LockState held = new LockState.Held(now, previous instanceof LockState.HeldElsewhere elsewhere
                 ? Duration.between(elsewhere.since(), now) : Duration.ZERO);
+        slot.state = slot.reach == null ? held : proven(slot.reach.taken(lock.fileId()), held, now);
+        if (!(slot.state instanceof LockState.Held)) {
+            return;
+        }
         if (previous instanceof LockState.HeldElsewhere elsewhere) {
             LOG.infof("Took over %s (another process held it since %s)", slot.path, elsewhere.since());
         } else {
             LOG.infof("Holding %s", slot.path);
         }
+    }
+
+    /** The state of a lock held, by what its heartbeat shows: held only once no other pod holds it through its own mount. */
+    private static LockState proven(LockReach.Verdict verdict, LockState state, Instant now) {
+        return switch (verdict) {
+            case LockReach.Verdict.Proven proven when state instanceof LockState.Held -> state;
+            case LockReach.Verdict.Proven proven -> new LockState.Held(now, state instanceof LockState.Proving proving
+                    ? Duration.between(proving.since(), now) : Duration.ZERO);
+            case LockReach.Verdict.Proving proving when state instanceof LockState.Proving same
+                    && same.why().equals(proving.why()) -> state;
+            case LockReach.Verdict.Proving proving -> new LockState.Proving(now, proving.why());
+            case LockReach.Verdict.Shared shared when state instanceof LockState.Shared same
+                    && same.why().equals(shared.why()) -> state;
+            case LockReach.Verdict.Shared shared -> new LockState.Shared(now, shared.why());
+        };
     }
 
     /**
@@ -336,6 +393,9 @@ public class LockKeeper {
                     }
                 });
             }
+            if (slot.reach != null) {
+                slot.reach.letGo();
+            }
             slot.held.close();
             slot.held = null;
             slot.ownerWritten = false;
@@ -360,6 +420,8 @@ public class LockKeeper {
         /** For the scope: whether this hold's owner file has been written. */
         boolean ownerWritten;
         CompletableFuture<HeldLock> attempt;
+        /** The heartbeat proving that the lock excludes the other pods of the volume; null for a lock not proven so. */
+        LockReach reach;
         LockState state = new LockState.Waiting("not tried yet");
         Instant retryAt;
         Instant holderReadAt = Instant.EPOCH;

@@ -1,6 +1,7 @@
 package dev.warden.library;
 
 import dev.warden.lock.CheckedDir;
+import dev.warden.lock.Errno;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
@@ -10,14 +11,18 @@ import jakarta.inject.Singleton;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
-import org.jboss.logging.Logger;
 
 /**
- * lilbee's library locks with lilbee's policies (seed lock.py): the sync mark
- * ({@code <data root>/sync.lock}) and the LanceDB write lock ({@code <lancedb dir>/.lock}).
+ * lilbee's library locks with lilbee's policies (lock.py of the lilbee the project pins): the sync mark
+ * ({@code <data root>/sync.lock}) and the LanceDB write lock ({@code <lancedb dir>/.lock}). A data root that cannot lock is
+ * refused in lilbee's own words, its advice chosen by the errno as lilbee chooses it: a reset that cannot tell whether a
+ * sync runs, and a sync that cannot mark itself, both refuse (the one case where lilbee lets a sync run unmarked, a
+ * filesystem without hard links, does not arise here: lilbee's lock links only where {@code /proc/self/fd} cannot name
+ * the database, and warden opens it by name).
  */
 @Singleton
 public class LibraryLocks {
@@ -25,7 +30,19 @@ public class LibraryLocks {
     public static final String SYNC_LOCK = "sync.lock";
     public static final String WRITE_LOCK = ".lock";
     static final String SYNC_RUNNING = "A sync, an import, an add or a wiki build is running on this library. Reset again when it finishes.";
-    private static final Logger LOG = Logger.getLogger(LibraryLocks.class);
+    // lilbee's texts, word for word: what a person reads is the same whichever of the two refused.
+    private static final String NO_LOCKING = "%s is on a filesystem that does not support file locking. Move it to a local disk.";
+    private static final String DATA_ROOT_UNLOCKABLE = "Cannot tell whether a sync or import is running: %s cannot be locked (%s).";
+    private static final String SYNC_LOCK_UNKNOWN = "Cannot tell whether a sync or import is running: %1$s cannot be locked"
+            + " (%2$s). Stop every lilbee process, delete %1$s, and reset again.";
+    private static final String SYNC_REFUSED = "Cannot change the library: %s cannot be locked (%s). %s";
+    private static final String DELETE_SYNC_LOCK = "Stop every lilbee process, delete %s, and try again.";
+    private static final String FREE_OPEN_FILES = "Close some programs or raise the limit of open files, then try again.";
+    private static final String MAKE_WRITABLE = "Make %s writable, then try again.";
+    private static final Map<Integer, String> ADVICE_BY_ERRNO = Map.of(Errno.EMFILE, FREE_OPEN_FILES, Errno.ENFILE,
+            FREE_OPEN_FILES, Errno.ENOSPC, "Free some disk space, then try again.", Errno.EACCES, MAKE_WRITABLE, Errno.EPERM,
+            MAKE_WRITABLE, Errno.EROFS, MAKE_WRITABLE);
+    private static final String FIX_THE_CAUSE = "Fix that problem, then try again.";
     /**
      * Minimum blocking wait granted to the in-process mutex even when the file lock used the whole
      * budget, so a file lock won right at the deadline still gets a real attempt.
@@ -55,27 +72,36 @@ public class LibraryLocks {
 
     /**
      * Marks a sync or import running on {@code dataRoot}, waiting up to {@code timeout} while a
-     * reset runs. Empty when the mark cannot be taken at all: the sync then runs unmarked, after
-     * one warning, as lilbee's does.
+     * reset runs.
      *
      * @throws LockTimeoutException when a reset still runs after {@code timeout}
+     * @throws LibraryUnlockableException when the mark cannot be taken at all: the data root or its
+     *     sync.lock cannot lock, and a sync unmarked would let a reset delete what it writes
      */
-    public Optional<SyncMark.Held> syncRunning(Path dataRoot, Duration timeout) throws LockTimeoutException {
+    public SyncMark.Held syncRunning(Path dataRoot, Duration timeout) throws LockTimeoutException, LibraryUnlockableException {
         Path path = dataRoot.resolve(SYNC_LOCK);
-        Optional<String> cannot = lockable(dataRoot);
+        Optional<SyncMark.Unlockable> cannot = lockable(dataRoot);
         if (cannot.isPresent()) {
-            LOG.warnf("Cannot lock %s (%s); a reset refuses until it can.", path, cannot.get());
-            return Optional.empty();
+            throw new LibraryUnlockableException(cannot.get().noLocking() ? NO_LOCKING.formatted(dataRoot)
+                    : SYNC_REFUSED.formatted(dataRoot, cannot.get().cause(), advice(dataRoot, cannot.get())), cannot.get());
         }
         try {
-            return Optional.of(mark.read(path, timeout));
+            return mark.read(path, timeout);
         } catch (SyncMark.Busy e) {
             throw new LockTimeoutException("A reset is running on " + dataRoot + " (it holds " + path + "); gave up after "
                     + timeout.toMillis() + " ms.");
         } catch (SyncMark.Unlockable e) {
-            LOG.warnf("Cannot lock %s (%s); a reset refuses until it can.", path, e.getMessage());
-            return Optional.empty();
+            throw new LibraryUnlockableException(SYNC_REFUSED.formatted(path, e.cause(), advice(path, e)), e);
         }
+    }
+
+    /** What lilbee tells a person to do about {@code why}, which kept {@code path} from locking. */
+    private static String advice(Path path, SyncMark.Unlockable why) {
+        if (path.getFileName().toString().equals(SYNC_LOCK) && why.notADatabase()) {
+            return DELETE_SYNC_LOCK.formatted(path);
+        }
+        return why.errno().stream().mapToObj(ADVICE_BY_ERRNO::get).filter(java.util.Objects::nonNull).findFirst()
+                .orElse(FIX_THE_CAUSE).formatted(path);
     }
 
     /**
@@ -85,31 +111,26 @@ public class LibraryLocks {
      */
     public SyncMark.Held noSyncRunning(Path dataRoot) throws ResetRefusedException {
         Path path = dataRoot.resolve(SYNC_LOCK);
-        Optional<String> cannot = lockable(dataRoot);
+        Optional<SyncMark.Unlockable> cannot = lockable(dataRoot);
         if (cannot.isPresent()) {
-            throw new ResetRefusedException(unknown(path, cannot.get()));
+            throw new ResetRefusedException(cannot.get().noLocking() ? NO_LOCKING.formatted(dataRoot)
+                    : DATA_ROOT_UNLOCKABLE.formatted(dataRoot, cannot.get().cause()), cannot.get());
         }
         try {
             return mark.write(path);
         } catch (SyncMark.Busy e) {
             throw new ResetRefusedException(SYNC_RUNNING);
         } catch (SyncMark.Unlockable e) {
-            throw new ResetRefusedException(unknown(path, e.getCause() != null ? e.getCause().getMessage() : e.getMessage()), e);
+            throw new ResetRefusedException(SYNC_LOCK_UNKNOWN.formatted(path, e.cause()), e);
         }
     }
 
-    /** The seed's message for a reset that cannot tell: name the file, and the way out. */
-    private static String unknown(Path path, String error) {
-        return "Cannot tell whether a sync or import is running: " + path + " cannot be locked (" + error + "). "
-                + "Stop every lilbee process, delete " + path + ", and reset again.";
-    }
-
-    /** Creates the data root and probes that its filesystem can lock; empty when it can. */
-    private Optional<String> lockable(Path dataRoot) {
+    /** Creates the data root and probes that its filesystem can lock, as lilbee does first; empty when it can. */
+    private Optional<SyncMark.Unlockable> lockable(Path dataRoot) {
         try {
             CheckedDir.createDirectories(dataRoot);
         } catch (IOException e) {
-            return Optional.of("cannot create " + dataRoot + ": " + e);
+            return Optional.of(SyncMark.Unlockable.of(dataRoot, e));
         }
         return mark.probe(dataRoot);
     }

@@ -100,11 +100,14 @@ public final class CheckedDir implements AutoCloseable {
                 current.close();
             }
         } catch (Posix.ErrnoException e) {
-            throw switch (e.errno()) {
+            FileSystemException thrown = switch (e.errno()) {
                 case Errno.EACCES, Errno.EPERM -> new AccessDeniedException(at.toString());
                 case Errno.ENOENT -> new NoSuchFileException(at.toString());
                 default -> new FileSystemException(at.toString(), null, e.getMessage());
             };
+            // The errno stays with it: what lilbee's advice is chosen by.
+            thrown.initCause(e);
+            throw thrown;
         }
     }
 

@@ -16,6 +16,9 @@ public final class Errno {
     public static final int ENOTDIR = 20;
     public static final int EISDIR = 21;
     public static final int EINVAL = 22;
+    public static final int ENFILE = 23;
+    public static final int EMFILE = 24;
+    public static final int ENOSPC = 28;
     public static final int EROFS = 30;
     public static final int EPIPE = 32;
     public static final int ENOLCK = 37;

@@ -206,14 +206,21 @@ public interface Posix {
     /** A libc call that failed, with the errno it left behind. */
     final class ErrnoException extends IOException {
         private final int errno;
+        private final String description;
 
         public ErrnoException(String call, int errno, String description) {
             super(call + ": " + description + " (errno " + errno + ")");
             this.errno = errno;
+            this.description = description;
         }
 
         public int errno() {
             return errno;
+        }
+
+        /** The C library's words for the errno ({@code strerror}), as Python's {@code OSError} has them too. */
+        public String description() {
+            return description;
         }
     }
 }

@@ -10,6 +10,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Properties;
 import java.util.UUID;
 
@@ -29,6 +30,8 @@ public class SyncMark {
     /** SQLite's "database is locked" and "table is locked" result codes: another holder. */
     private static final int SQLITE_BUSY = 5;
     private static final int SQLITE_LOCKED = 6;
+    /** SQLite's "file is not a database": Python's sqlite3 raises the bare DatabaseError for it. */
+    private static final int SQLITE_NOTADB = 26;
     /** sqlite3_busy_timeout takes a C int; filelock caps it below that too (about 23 days). */
     private static final long MAX_BUSY_TIMEOUT_MS = 2_000_000_000L - 1;
     /** How long lilbee's lockability probe may wait for its own fresh file: any wait means it cannot lock. */
@@ -99,17 +102,27 @@ public class SyncMark {
     /**
      * Refuses a FIFO SQLite would block on reading and a link on the way to the file (SQLite refuses a
      * link at the file itself, {@code SQLITE_OPEN_NOFOLLOW}). Only a stat: opening and closing the file
-     * here would drop the record locks of a mark this process already holds on it.
+     * here would drop the record locks of a mark this process already holds on it. A link and a directory
+     * are refused with the errno lilbee's open ({@code O_NOFOLLOW}, read and write) meets there.
      */
     private void checkRegularOrAbsent(Path file) throws Unlockable {
         try (CheckedDir dir = CheckedDir.open(posix, file.toAbsolutePath().getParent())) {
             Optional<FileStat> stat = dir.stat(file.getFileName().toString());
             if (stat.isPresent() && !stat.get().isRegularFile()) {
-                throw new Unlockable(file + " is " + stat.get().type() + ", not a database. Remove it; lilbee creates it"
-                        + " again.", null);
+                String type = stat.get().type();
+                if (type.equals("a symbolic link")) {
+                    throw Unlockable.of(file, Errno.ELOOP, "Too many levels of symbolic links");
+                }
+                if (type.equals("a directory")) {
+                    throw Unlockable.of(file, Errno.EISDIR, "Is a directory");
+                }
+                throw new Unlockable(file + " is " + type + ", not a database. Remove it; lilbee creates it again.",
+                        type + ", not a database", OptionalInt.empty(), false, null);
             }
+        } catch (Posix.ErrnoException e) {
+            throw Unlockable.of(file, e);
         } catch (IOException e) {
-            throw new Unlockable(file + " cannot be opened (" + reason(e) + ")", e);
+            throw new Unlockable(file + " cannot be opened (" + reason(e) + ")", reason(e), OptionalInt.empty(), false, e);
         }
     }
 
@@ -153,10 +166,72 @@ public class SyncMark {
         }
     }
 
-    /** The file cannot be locked at all: not a database, a filesystem without POSIX locks, no permission. */
+    /**
+     * The file cannot be locked at all: not a database, a filesystem without POSIX locks, no permission. What lilbee's
+     * refusals are made of comes with it: the cause in lilbee's words ({@code [Errno 30] Read-only file system}, or
+     * SQLite's own), the errno when the operating system gave one, and whether SQLite found no database there.
+     *
+     * @param noLocking whether a fresh file could not be locked in time: a filesystem without working locks
+     */
     public static final class Unlockable extends Exception {
+        private final String cause;
+        private final OptionalInt errno;
+        private final boolean notADatabase;
+        private final boolean noLocking;
+
         public Unlockable(String message, Throwable cause) {
-            super(message, cause);
+            this(message, message, OptionalInt.empty(), false, cause);
+        }
+
+        Unlockable(String message, String cause, OptionalInt errno, boolean notADatabase, Throwable thrown) {
+            this(message, cause, errno, notADatabase, false, thrown);
+        }
+
+        Unlockable(String message, String cause, OptionalInt errno, boolean notADatabase, boolean noLocking,
+                Throwable thrown) {
+            super(message, thrown);
+            this.cause = cause;
+            this.errno = errno;
+            this.notADatabase = notADatabase;
+            this.noLocking = noLocking;
+        }
+
+        /** What the operating system said, as Python's {@code OSError} words it. */
+        static Unlockable of(Path file, int errno, String description) {
+            String cause = "[Errno " + errno + "] " + description;
+            return new Unlockable(file + " cannot be opened (" + cause + ")", cause, OptionalInt.of(errno), false, null);
+        }
+
+        /** An I/O error: with its errno where the operating system gave one. */
+        public static Unlockable of(Path file, IOException e) {
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                if (t instanceof Posix.ErrnoException errno) {
+                    return of(file, errno);
+                }
+            }
+            return new Unlockable(file + " cannot be opened (" + reason(e) + ")", reason(e), OptionalInt.empty(), false, e);
+        }
+
+        static Unlockable of(Path file, Posix.ErrnoException e) {
+            String cause = "[Errno " + e.errno() + "] " + e.description();
+            return new Unlockable(file + " cannot be opened (" + cause + ")", cause, OptionalInt.of(e.errno()), false, e);
+        }
+
+        /** Why, in lilbee's words: {@code [Errno N] strerror} from the operating system, else SQLite's message. */
+        public String cause() {
+            return cause;
+        }
+
+        public OptionalInt errno() {
+            return errno;
+        }
+
+        public boolean notADatabase() {
+            return notADatabase;
+        }
+
+        public boolean noLocking() {
+            return noLocking;
         }
     }
 
@@ -198,26 +273,38 @@ public class SyncMark {
     }
 
     /**
-     * Whether {@code dir}'s filesystem can hold a SQLite lock: a fresh {@code sync.probe.<hex>}
-     * database is locked exclusively within {@link #PROBE_TIMEOUT}, then deleted (with any journal),
-     * so no probe is ever left behind.
+     * Whether {@code dir}'s filesystem can hold a SQLite lock, as lilbee's probe asks it: a fresh
+     * {@code sync.probe.<hex>} file is created (never through a link: the operating system's refusal,
+     * with its errno, is what lilbee reports), then locked exclusively as a database within
+     * {@link #PROBE_TIMEOUT}, then deleted (with any journal), so no probe is ever left behind.
      *
-     * @return empty when it can; otherwise what went wrong
+     * @return empty when it can; otherwise what went wrong ({@link Unlockable#noLocking()} when the lock
+     *     of a file nobody else has was not had in time)
      */
-    public Optional<String> probe(Path dir) {
+    public Optional<Unlockable> probe(Path dir) {
         Path probe = dir.resolve("sync.probe." + UUID.randomUUID().toString().replace("-", ""));
+        try (CheckedDir checked = CheckedDir.open(posix, dir)) {
+            posix.close(checked.open(probe.getFileName().toString(), Posix.Open.READ_WRITE_CREATE));
+        } catch (Posix.ErrnoException e) {
+            return Optional.of(Unlockable.of(probe, e));
+        } catch (IOException e) {
+            return Optional.of(new Unlockable(probe + " cannot be created (" + reason(e) + ")", reason(e),
+                    OptionalInt.empty(), false, e));
+        }
         try {
             Connection connection = open(probe, PROBE_TIMEOUT, "the probe " + probe + " is held");
             try (Statement statement = connection.createStatement()) {
                 statement.execute("BEGIN EXCLUSIVE TRANSACTION");
                 return Optional.empty();
             } catch (SQLException e) {
-                return Optional.of(e.getMessage());
+                return Optional.of(isBusy(e) ? noLocking(probe) : unlockable(probe, e));
             } finally {
                 new Held(connection).close();
             }
-        } catch (Busy | Unlockable e) {
-            return Optional.of(e.getMessage());
+        } catch (Busy e) {
+            return Optional.of(noLocking(probe));
+        } catch (Unlockable e) {
+            return Optional.of(e);
         } finally {
             try (CheckedDir checked = CheckedDir.open(posix, dir)) {
                 for (String suffix : new String[] {"", "-journal", "-wal", "-shm"}) {
@@ -260,7 +347,28 @@ public class SyncMark {
         if (isBusy(e)) {
             throw new Busy(busyMessage);
         }
-        throw new Unlockable(file + " cannot be locked (" + e.getMessage() + ")", e);
+        throw unlockable(file, e);
+    }
+
+    private static Unlockable noLocking(Path probe) {
+        return new Unlockable(probe + " could not be locked though nothing else holds it", "the lock is never had",
+                OptionalInt.empty(), false, true, null);
+    }
+
+    private static Unlockable unlockable(Path file, SQLException e) {
+        String words = sqliteWords(e);
+        return new Unlockable(file + " cannot be locked (" + words + ")", words, OptionalInt.empty(),
+                (e.getErrorCode() & 0xff) == SQLITE_NOTADB, e);
+    }
+
+    /**
+     * SQLite's own message for the error ({@code sqlite3_errmsg}), which Python's sqlite3 module gives as the exception's
+     * text: sqlite-jdbc wraps it, {@code [SQLITE_NOTADB] File opened that is not a database file (file is not a database)}.
+     */
+    private static String sqliteWords(SQLException e) {
+        String message = String.valueOf(e.getMessage());
+        int open = message.lastIndexOf(" (");
+        return message.endsWith(")") && open >= 0 ? message.substring(open + 2, message.length() - 1) : message;
     }
 
     private static boolean isBusy(SQLException e) {

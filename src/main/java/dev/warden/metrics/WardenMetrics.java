@@ -40,6 +40,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 @Singleton
 public class WardenMetrics {
 
+    private static final String SHARED = "1 while another pod holds this lock too, through a mount whose file locks do not"
+            + " reach this one (its heartbeat beside the lock advances): the later of the two stands by, but the volume"
+            + " cannot keep two servers off one data dir";
+
     private final LockKeeper keeper;
     private final GateKeeper gate;
     private final ReaperService reaper;
@@ -127,6 +131,8 @@ public class WardenMetrics {
                 .description("Times the gate lock this warden held vanished under it: unlocked through a descriptor of its"
                         + " open file that another process has (gate mode); each stops this pod's lilbee")
                 .tags(labels).register(meters);
+        Gauge.builder("warden.lock.shared", this, m -> m.gate.gateLockShared() ? 1.0 : 0.0)
+                .description(SHARED).tags(labels).tag("lock", "gate").register(meters);
         Gauge.builder("warden.gate.sees.pod.processes", () -> GateKeeper.seesPodProcesses() ? 1 : 0)
                 .description("0 when warden is PID 1 of a PID namespace of its own, where it can never see its pod's"
                         + " lilbee, so this pod can never serve (set shareProcessNamespace: true)")
@@ -158,6 +164,10 @@ public class WardenMetrics {
         Gauge.builder("warden.lock.held", this, m -> m.lock(kind).map(l -> l.held() ? 1.0 : 0.0).orElse(Double.NaN))
                 .description("1 while warden holds this lock, 0 while another process does")
                 .tags(labels).tag("lock", kind.label()).register(meters);
+        if (kind == LockKind.DATA_DIR) {
+            Gauge.builder("warden.lock.shared", this, m -> m.keeper.lockShared() ? 1.0 : 0.0)
+                    .description(SHARED).tags(labels).tag("lock", kind.label()).register(meters);
+        }
         Gauge.builder("warden.lock.last.wait", this, m -> m.lock(kind)
                         .filter(l -> l.state() instanceof LockState.Held)
                         .map(l -> ((LockState.Held) l.state()).waited().toNanos() / 1e9).orElse(Double.NaN))

@@ -4,14 +4,16 @@ import dev.warden.config.LilbeePaths;
 import dev.warden.engine.ProcessTable;
 import dev.warden.gate.GateKeeper;
 import dev.warden.gate.GateTimings;
-import dev.warden.gate.MonotonicClock;
 import dev.warden.lock.FileLocker;
+import dev.warden.lock.LockReach;
+import dev.warden.lock.LockReach;
 import dev.warden.lock.NativePosix;
-import dev.warden.lock.SystemProcFs;
 import dev.warden.lock.ProcLocks;
+import dev.warden.lock.SystemProcFs;
 import dev.warden.testing.Await;
 import dev.warden.testing.Peer;
 import dev.warden.testing.Supervised;
+import dev.warden.time.MonotonicClock;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
@@ -74,7 +76,7 @@ class GateRoundBench {
             Path socket = dir.resolve("run-" + flood).resolve("switch.sock");
             GateKeeper keeper = new GateKeeper(new GateKeeper.Edges(new FileLocker(posix), posix, new SystemProcFs(), new ProcLocks(),
                     MonotonicClock.SYSTEM, InstantSource.system(), socket, Integer.parseInt(FileLocker.currentUid()), POLL,
-                    Duration.ofMillis(100)), new GateTimings(Duration.ofSeconds(10), Duration.ofSeconds(5), Duration.ofSeconds(2),
+                    Duration.ofMillis(100), LockReach.Factory.system(Duration.ofMillis(250))), new GateTimings(Duration.ofSeconds(10), Duration.ofSeconds(5), Duration.ofSeconds(2),
                             Duration.ofSeconds(4), Duration.ofMinutes(1), Optional.empty()));
             Supervised lilbee = Supervised.standIn("gate-round-" + flood, socket, paths.serverLock(), Supervised.Settings.CHART);
             keeper.start(paths);

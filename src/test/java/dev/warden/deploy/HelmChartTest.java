@@ -260,22 +260,22 @@ class HelmChartTest {
             supervisor = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(dir.resolve("out").toFile()).start();
             // It reports once it believes warden (its hello answered), and hears nothing before.
             Await.until("the supervisor connects and reports", () -> {
-                lilbeeSwitch.poll(dev.warden.gate.MonotonicClock.SYSTEM.now());
+                lilbeeSwitch.poll(dev.warden.time.MonotonicClock.SYSTEM.now());
                 return lilbeeSwitch.report().isPresent();
             });
             assertFalse(Files.exists(state), "nothing runs before warden's word");
             java.util.OptionalInt fd = java.util.OptionalInt.of(gate.descriptorToPass());
-            lilbeeSwitch.say(new dev.warden.gate.GateAction.Word.Start(dev.warden.gate.MonotonicClock.SYSTEM.now()
-                    .plus(Duration.ofSeconds(5))), dev.warden.gate.MonotonicClock.SYSTEM.now(), fd);
+            lilbeeSwitch.say(new dev.warden.gate.GateAction.Word.Start(dev.warden.time.MonotonicClock.SYSTEM.now()
+                    .plus(Duration.ofSeconds(5))), dev.warden.time.MonotonicClock.SYSTEM.now(), fd);
             Await.until("the stand-in serves", () -> Files.exists(state) && readState(state).startsWith("serving"));
             long pid = Long.parseLong(readState(state).split(" ")[1]);
             Await.until("the supervisor reports it", () -> {
-                lilbeeSwitch.poll(dev.warden.gate.MonotonicClock.SYSTEM.now());
+                lilbeeSwitch.poll(dev.warden.time.MonotonicClock.SYSTEM.now());
                 return lilbeeSwitch.report().flatMap(dev.warden.gate.LilbeeSwitch.Report::lilbee).map(r -> r.pid() == pid)
                         .orElse(false);
             });
             lilbeeSwitch.say(new dev.warden.gate.GateAction.Word.Stop("the test says stop"),
-                    dev.warden.gate.MonotonicClock.SYSTEM.now(), fd);
+                    dev.warden.time.MonotonicClock.SYSTEM.now(), fd);
             Await.until("stopped on warden's word", () -> ProcessHandle.of(pid).map(p -> !p.isAlive()).orElse(true));
         } finally {
             if (supervisor != null) {
@@ -546,7 +546,7 @@ class HelmChartTest {
 
         String operations = Files.readString(Path.of("docs/operations.md"));
         JsonNode rules = kind(objects, "PrometheusRule").at("/spec/groups/0/rules");
-        assertEquals(8, rules.size(), rules.toString());
+        assertEquals(9, rules.size(), rules.toString());
         for (JsonNode rule : rules) {
             String alert = rule.path("alert").asText();
             assertTrue(List.of("critical", "warning").contains(rule.at("/labels/severity").asText()), rule.toString());

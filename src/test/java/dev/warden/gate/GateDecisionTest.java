@@ -19,6 +19,7 @@ import dev.warden.gate.GatePhase.Standby;
 import dev.warden.gate.GatePhase.Watch;
 import dev.warden.lock.FileId;
 import dev.warden.lock.LockProbe;
+import dev.warden.time.Moment;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;

@@ -10,6 +10,7 @@ import dev.warden.gate.GateDecision.Step;
 import dev.warden.gate.GatePhase.Elected;
 import dev.warden.gate.GatePhase.Standby;
 import dev.warden.gate.GatePhase.Watch;
+import dev.warden.time.Moment;
 import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;

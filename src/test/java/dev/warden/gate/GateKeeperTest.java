@@ -7,12 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.lock.FileLocker;
+import dev.warden.lock.LockReach;
 import dev.warden.lock.NativePosix;
 import dev.warden.lock.SystemProcFs;
 import dev.warden.lock.ProcLocks;
 import dev.warden.testing.Await;
 import dev.warden.testing.Peer;
 import dev.warden.testing.Supervised;
+import dev.warden.time.MonotonicClock;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -61,7 +63,7 @@ class GateKeeperTest {
         NativePosix posix = new NativePosix();
         GateKeeper keeper = new GateKeeper(new GateKeeper.Edges(new FileLocker(posix), posix, new SystemProcFs(), new ProcLocks(),
                 MonotonicClock.SYSTEM, InstantSource.system(), socket(pod), Integer.parseInt(FileLocker.currentUid()),
-                Duration.ofMillis(50), Duration.ofMillis(100)), TIMINGS);
+                Duration.ofMillis(50), Duration.ofMillis(100), LockReach.Factory.system(Duration.ofMillis(250))), TIMINGS);
         keepers.add(keeper);
         keeper.start(paths);
         return keeper;

@@ -3,6 +3,7 @@ package dev.warden.gate;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.warden.simulation.Sim;
+import dev.warden.time.Moment;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
@@ -184,6 +185,43 @@ class GateMutationTest {
                         return true;
                     }
                 }, "two lilbees");
+    }
+
+    /**
+     * issue 50, a volume whose locks stay on each node: a gate lock's holder taken for gone after four silent beats,
+     * while its lilbee outlives its last permit by the permit and the overrun. Undone: the window covers them.
+     */
+    @Test
+    void aHeartbeatWindowShorterThanALilbeeOutlivesItsWarden() {
+        finds(EnumSet.of(Sim.Mutation.HEARTBEAT_WINDOW_WITHOUT_THE_PERMIT), GateDecision::new, "two lilbees");
+    }
+
+    /**
+     * issue 50: a gate lock taken counted as reaching every pod, while its heartbeat names a holder on another node (a
+     * restarted warden given its lock back by its supervisor, while a pod of the other node took over). Undone: a take
+     * proves only that the holders of its own lock domain let go.
+     */
+    @Test
+    void aTakeCountedAsReachingAnotherNode() {
+        finds(EnumSet.of(Sim.Mutation.ANY_TAKE_PROVES_THE_LOCK_REACHES), GateDecision::new, "two lilbees");
+    }
+
+    /**
+     * issue 50: a standby sharing the gate lock with a pod of another node taking a record saying released (forged by a
+     * process of the pod) for that pod's end. Undone: only silence for the window ends a wait.
+     */
+    @Test
+    void aReleasedHeartbeatTakenForTheEndOfItsHolder() {
+        finds(EnumSet.of(Sim.Mutation.A_STANDBY_TRUSTS_A_RELEASED_RECORD), GateDecision::new, "two lilbees");
+    }
+
+    /**
+     * issue 50: the first of two gate lock holders on a volume whose locks stay on each node, paused past the window while
+     * the other took over, serving again beside it. Undone: a holder silent for the window stands by.
+     */
+    @Test
+    void aFirstHolderServingOnAfterAPause() {
+        finds(EnumSet.of(Sim.Mutation.THE_FIRST_HOLDER_KEEPS_SERVING_AFTER_A_PAUSE), GateDecision::new, "two lilbees");
     }
 
     private static void finds(Set<Sim.Mutation> mutations, Function<GateTimings, GateDecision> decisions, String what) {

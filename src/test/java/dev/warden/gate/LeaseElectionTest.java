@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.testing.Await;
+import dev.warden.time.MonotonicClock;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;

@@ -9,6 +9,7 @@ import dev.warden.lock.ProcFs;
 import dev.warden.lock.ProcLocks;
 import dev.warden.lock.SystemProcFs;
 import dev.warden.testing.Peer;
+import dev.warden.time.MonotonicClock;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

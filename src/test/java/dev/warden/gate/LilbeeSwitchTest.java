@@ -10,6 +10,7 @@ import dev.warden.lock.FileLocker;
 import dev.warden.lock.NativePosix;
 import dev.warden.lock.SystemProcFs;
 import dev.warden.testing.Await;
+import dev.warden.time.Moment;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;

@@ -8,14 +8,15 @@ import dev.warden.config.WardenConfig;
 import dev.warden.engine.ProcessTable;
 import dev.warden.gate.GateKeeper;
 import dev.warden.gate.GateTimings;
-import dev.warden.gate.MonotonicClock;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.ScopeOwnerFile;
 import dev.warden.lock.FileLocker;
+import dev.warden.lock.LockReach;
 import dev.warden.lock.NativePosix;
 import dev.warden.lock.ProcLocks;
 import dev.warden.testing.Await;
 import dev.warden.testing.Peer;
+import dev.warden.time.MonotonicClock;
 import java.lang.reflect.Proxy;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -38,7 +39,7 @@ class LockStartupCheckTest {
     /** Not started: hold mode answers. */
     private final GateKeeper gate = new GateKeeper(new GateKeeper.Edges(new FileLocker(new NativePosix()), new NativePosix(),
             new dev.warden.lock.SystemProcFs(), new ProcLocks(), MonotonicClock.SYSTEM, InstantSource.system(), Path.of("/nonexistent/switch.sock"),
-            0, Duration.ofMillis(50), Duration.ofMillis(100)), new GateTimings(Duration.ofSeconds(10), Duration.ofSeconds(5),
+            0, Duration.ofMillis(50), Duration.ofMillis(100), LockReach.Factory.system(Duration.ofMillis(250))), new GateTimings(Duration.ofSeconds(10), Duration.ofSeconds(5),
                     Duration.ofSeconds(2), Duration.ofSeconds(4), Duration.ofMinutes(1), Optional.empty()));
 
     @AfterEach

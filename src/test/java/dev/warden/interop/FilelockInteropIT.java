@@ -84,7 +84,7 @@ class FilelockInteropIT {
                     () -> library.noSyncRunning(root));
             assertEquals("A sync, an import, an add or a wiki build is running on this library. Reset again when it finishes.", e.getMessage());
         }
-        try (SyncMark.Held mark = library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow();
+        try (SyncMark.Held mark = library.syncRunning(root, Duration.ofSeconds(1));
                 Peer lilbee = Peer.filelock("write", sync, 0)) {
             lilbee.awaitLine("timeout", Duration.ofSeconds(30));
         }

@@ -35,7 +35,7 @@ class LibraryLocksTest {
 
     @Test
     void aPythonSyncMakesAJavaResetRefuse() throws Exception {
-        library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow().close();
+        library.syncRunning(root, Duration.ofSeconds(1)).close();
         try (Peer python = Peer.pythonSqlite(syncLock(), "read", 5000)) {
             python.awaitLine("locked", Duration.ofSeconds(20));
             ResetRefusedException e = assertThrows(ResetRefusedException.class, () -> library.noSyncRunning(root));
@@ -46,7 +46,7 @@ class LibraryLocksTest {
 
     @Test
     void aJavaSyncMakesAPythonResetRefuse() throws Exception {
-        try (SyncMark.Held sync = library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow();
+        try (SyncMark.Held sync = library.syncRunning(root, Duration.ofSeconds(1));
                 Peer python = Peer.pythonSqlite(syncLock(), "write", 0)) {
             List<String> lines = python.awaitLine("trying", Duration.ofSeconds(20));
             assertEquals(7, python.process().waitFor(), "filelock's non-blocking write must be refused: " + lines);
@@ -68,7 +68,7 @@ class LibraryLocksTest {
     @Test
     void syncsShareTheMarkAcrossProcesses() throws Exception {
         try (Peer python = Peer.pythonSqlite(syncLock(), "read", 0)) {
-            try (SyncMark.Held javaSync = library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow()) {
+            try (SyncMark.Held javaSync = library.syncRunning(root, Duration.ofSeconds(1))) {
                 python.awaitLine("locked", Duration.ofSeconds(20));
             }
             // Looked at from a process that holds no mark of its own, as status and serve are.
@@ -85,7 +85,7 @@ class LibraryLocksTest {
     @Test
     void noNumberOfLooksMakesALilbeeResetFail() throws Exception {
         Peer.assumePython();
-        library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow().close();
+        library.syncRunning(root, Duration.ofSeconds(1)).close();
         String resets = String.join("\n",
                 "import sqlite3, sys",
                 "refused = 0",
@@ -114,7 +114,7 @@ class LibraryLocksTest {
     @Test
     void theSqliteShellsExclusiveTransactionIsAReset() throws Exception {
         Files.createDirectories(root);
-        library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow().close();
+        library.syncRunning(root, Duration.ofSeconds(1)).close();
         try (Peer shell = Peer.sqliteShellWriter(syncLock())) {
             LockTimeoutException e = assertThrows(LockTimeoutException.class,
                     () -> library.syncRunning(root, Duration.ofMillis(200)));
@@ -128,7 +128,7 @@ class LibraryLocksTest {
 
     @Test
     void aJavaSyncMakesTheSqliteShellsExclusiveTransactionFail() throws Exception {
-        try (SyncMark.Held sync = library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow()) {
+        try (SyncMark.Held sync = library.syncRunning(root, Duration.ofSeconds(1))) {
             Peer.sqliteShellWriter(root.resolve("other.db")).close(); // skips here when the shell is missing
             Process shell = new ProcessBuilder("sqlite3", syncLock().toString(), "BEGIN EXCLUSIVE TRANSACTION;")
                     .redirectErrorStream(true).start();
@@ -146,7 +146,10 @@ class LibraryLocksTest {
                 + " cannot be locked ("), e.getMessage());
         assertTrue(e.getMessage().endsWith("Stop every lilbee process, delete " + syncLock() + ", and reset again."),
                 e.getMessage());
-        assertEquals(Optional.empty(), library.syncRunning(root, Duration.ofSeconds(1)), "a sync runs unmarked");
+        LibraryUnlockableException sync = assertThrows(LibraryUnlockableException.class,
+                () -> library.syncRunning(root, Duration.ofSeconds(1)));
+        assertEquals("Cannot change the library: " + syncLock() + " cannot be locked (file is not a database). Stop every"
+                + " lilbee process, delete " + syncLock() + ", and try again.", sync.getMessage());
         assertTrue(library.look(root, root.resolve("lancedb")).error().isPresent());
     }
 
@@ -157,7 +160,10 @@ class LibraryLocksTest {
         Files.createSymbolicLink(syncLock(), outside);
         try {
             assertThrows(ResetRefusedException.class, () -> library.noSyncRunning(root));
-            assertEquals(Optional.empty(), library.syncRunning(root, Duration.ofSeconds(1)), "a sync runs unmarked");
+            LibraryUnlockableException sync = assertThrows(LibraryUnlockableException.class,
+                    () -> library.syncRunning(root, Duration.ofSeconds(1)));
+            assertEquals("Cannot change the library: " + syncLock() + " cannot be locked ([Errno 40] Too many levels of"
+                    + " symbolic links). Fix that problem, then try again.", sync.getMessage(), "lilbee's open meets ELOOP");
             assertFalse(Files.exists(outside), "nothing created through the link");
             assertTrue(library.look(root, root.resolve("lancedb")).error().isPresent());
         } finally {
@@ -166,23 +172,23 @@ class LibraryLocksTest {
     }
 
     @Test
-    void aFilesystemThatRefusesTheLockRefusesAResetAndLetsASyncRunUnmarked() throws Exception {
-        SyncMark refusing = new SyncMark() {
-            @Override
-            public Optional<String> probe(Path dir) {
-                return Optional.of("disk I/O error");
-            }
-        };
-        LibraryLocks onNfs = new LibraryLocks(locker, refusing);
-        ResetRefusedException e = assertThrows(ResetRefusedException.class, () -> onNfs.noSyncRunning(root));
-        assertTrue(e.getMessage().contains(syncLock() + " cannot be locked (disk I/O error)"), e.getMessage());
-        assertEquals(Optional.empty(), onNfs.syncRunning(root, Duration.ofSeconds(1)));
+    void aDataRootThatCannotLockRefusesAResetAndASyncInLilbeesWords() throws Exception {
+        // The data root under a regular file: it cannot be created, and nothing can be locked in it.
+        Path file = Files.writeString(root.resolve("a-file"), "");
+        Path dataRoot = file.resolve("data");
+        ResetRefusedException reset = assertThrows(ResetRefusedException.class, () -> library.noSyncRunning(dataRoot));
+        assertEquals("Cannot tell whether a sync or import is running: " + dataRoot + " cannot be locked ([Errno 20] Not a"
+                + " directory).", reset.getMessage());
+        LibraryUnlockableException sync = assertThrows(LibraryUnlockableException.class,
+                () -> library.syncRunning(dataRoot, Duration.ofSeconds(1)));
+        assertEquals("Cannot change the library: " + dataRoot + " cannot be locked ([Errno 20] Not a directory). Fix that"
+                + " problem, then try again.", sync.getMessage());
     }
 
     @Test
     void theLockabilityProbeLeavesNoFileBehind() throws Exception {
-        assertEquals(Optional.empty(), new SyncMark().probe(root));
-        library.syncRunning(root, Duration.ofSeconds(1)).orElseThrow().close();
+        assertEquals(Optional.empty(), new SyncMark().probe(root).map(SyncMark.Unlockable::cause));
+        library.syncRunning(root, Duration.ofSeconds(1)).close();
         library.noSyncRunning(root).close();
         try (Stream<Path> files = Files.list(root)) {
             assertEquals(List.of(syncLock()), files.toList());

@@ -45,9 +45,13 @@ final class Kernel {
         this.soon = soon;
     }
 
-    /** A file: its inode number, and per node the open files holding a flock on it and those waiting. */
+    /**
+     * A file: its inode number, its bytes (the heartbeat's records; lock files stay empty), and per node the open files
+     * holding a flock on it and those waiting. Its bytes are one volume's, seen alike from every node.
+     */
     final class Inode {
         final long ino;
+        byte[] content = new byte[0];
         final Map<Integer, Set<Ofd>> exclusive = new HashMap<>();
         final Map<Integer, Set<Ofd>> shared = new HashMap<>();
         final Map<Integer, Deque<Waiter>> waiters = new HashMap<>();
@@ -74,6 +78,8 @@ final class Kernel {
         int refs;
         boolean exclusive;
         boolean shared;
+        /** Where the next read or write starts. */
+        int position;
 
         Ofd(long id, Inode inode, int node) {
             this.id = id;

@@ -1,11 +1,11 @@
 package dev.warden.simulation;
 
 import dev.warden.gate.GateDecision;
+import dev.warden.gate.GateTimings;
 import dev.warden.gate.LilbeeSwitch;
 import dev.warden.lock.Posix;
 import dev.warden.lock.ProcFs;
-import dev.warden.gate.GateTimings;
-import dev.warden.gate.Moment;
+import dev.warden.time.Moment;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -79,7 +79,26 @@ public final class Sim {
          * A supervisor answers a stop to whichever warden it is connected to next, and warden takes an answer to any
          * number: a previous warden's stop, answered to a restarted one, counts as its own.
          */
-        STOP_ANSWERED_ACROSS_CONNECTIONS
+        STOP_ANSWERED_ACROSS_CONNECTIONS,
+        /** A silent gate lock's holder is gone after four beats, though its lilbee outlives its last permit by longer. */
+        HEARTBEAT_WINDOW_WITHOUT_THE_PERMIT,
+        /** A gate lock taken counts as reaching every pod, while its heartbeat names a holder on another node. */
+        ANY_TAKE_PROVES_THE_LOCK_REACHES,
+        /** A standby whose gate lock another pod holds too takes a record saying released, or none, as that pod gone. */
+        A_STANDBY_TRUSTS_A_RELEASED_RECORD,
+        /** The first of two gate lock holders keeps serving after a pause past the window, while the other took over. */
+        THE_FIRST_HOLDER_KEEPS_SERVING_AFTER_A_PAUSE;
+
+        /** A fix of lease mode alone: what it undoes shows only where the Lease elects. */
+        boolean ofTheLease() {
+            return this == STOP_ANSWERED_ACROSS_CONNECTIONS;
+        }
+
+        /** A fix of the gate lock's heartbeat: what it undoes shows only where the file lock elects on node-local locks. */
+        boolean ofTheHeartbeat() {
+            return this == HEARTBEAT_WINDOW_WITHOUT_THE_PERMIT || this == ANY_TAKE_PROVES_THE_LOCK_REACHES
+                    || this == A_STANDBY_TRUSTS_A_RELEASED_RECORD || this == THE_FIRST_HOLDER_KEEPS_SERVING_AFTER_A_PAUSE;
+        }
     }
 
     /**
@@ -94,7 +113,10 @@ public final class Sim {
         /** A run drawn from the seed: file or lease election, two or three pods, one to two minutes of chaos. */
         static Config drawn(Random random, Set<Mutation> mutations, Function<GateTimings, GateDecision> decisions,
                 Switches switches) {
-            boolean lease = random.nextBoolean();
+            // A heartbeat's fix undone is looked for where it matters alone (buggify): every run a file election on a
+            // volume whose locks stay on each node.
+            boolean heartbeat = mutations.stream().anyMatch(Mutation::ofTheHeartbeat);
+            boolean lease = (random.nextBoolean() || mutations.stream().anyMatch(Mutation::ofTheLease)) && !heartbeat;
             int pods = 2 + random.nextInt(2);
             GateTimings timings = new GateTimings(Duration.ofSeconds(10), Duration.ofSeconds(5), Duration.ofSeconds(2),
                     Duration.ofSeconds(4), Duration.ofSeconds(10), lease
@@ -103,8 +125,15 @@ public final class Sim {
             // The neighbours' random faults: none at all (the adversary's alone, which then play out cleanly), now and
             // then, or a storm.
             long[] noise = {0, (8 + random.nextInt(8)) * SECOND, (2 + random.nextInt(4)) * SECOND};
-            return new Config(lease, pods, lease ? pods : 1, (60 + random.nextInt(61)) * SECOND, 400 * SECOND,
-                    noise[random.nextInt(noise.length)], random.nextBoolean(), timings, mutations, decisions, switches);
+            long chaos = (60 + random.nextInt(61)) * SECOND;
+            long meanFault = noise[random.nextInt(noise.length)];
+            boolean switchWritable = random.nextBoolean();
+            // File election on one node, or (one run in three) on a volume whose locks stay on each node: two nodes,
+            // where the gate lock's heartbeat alone keeps the second pod out. Drawn last, so that every other draw of a
+            // seed is what it was before volumes of this kind were simulated.
+            int nodes = lease ? pods : random.nextInt(3) == 0 || heartbeat ? 2 : 1;
+            return new Config(lease, pods, nodes, chaos, 400 * SECOND, meanFault, switchWritable, timings, mutations,
+                    decisions, switches);
         }
     }
 
@@ -168,7 +197,7 @@ public final class Sim {
      * The production classes' own log, silent while the simulation runs them (a run's trace says what happened; their
      * warnings, by the thousand, would say it again): kept here, as a logger's level lasts only as long as the logger.
      */
-    private static final java.util.logging.Logger GATE_LOG = java.util.logging.Logger.getLogger("dev.warden.gate");
+    private static final java.util.logging.Logger GATE_LOG = java.util.logging.Logger.getLogger("dev.warden");
 
     public static Outcome run(long seed, long maxSteps, int traceLength, Set<Mutation> mutations,
             Function<GateTimings, GateDecision> decisions, Switches switches) {

@@ -21,7 +21,8 @@ import java.util.Optional;
  *   <li>the serving pod's warden killed, its supervisor stalled a moment as it greets the restarted one, or in lease
  *       mode a neighbour greeting that one first and it SIGTERMed as soon as it listens (issue 48);
  *   <li>the serving pod's health port taken while its supervisor restarts, then that supervisor stalled and the data
- *       dir reset under it (issue 48's third).
+ *       dir reset under it (issue 48's third);
+ *   <li>on a volume whose locks stay on each node, the serving pod's gate lock heartbeat forged as let go (issue 50).
  * </ul>
  */
 final class SimAdversary {
@@ -36,6 +37,17 @@ final class SimAdversary {
         sim.at(sim.between(6 * Sim.SECOND, 24 * Sim.SECOND), null, "the adversary", this::act);
     }
 
+    /**
+     * On a volume whose locks stay on each node, a neighbour in a standby pod writes the serving pod's heartbeat as let
+     * go, again and again for a while, so that a standby holding the gate lock on its own node reads it before the next
+     * true beat.
+     */
+    private void forgeTheHeartbeat(SimPod serving, List<SimPod> others) {
+        sim.log(null, "adversary: the heartbeat of " + serving.name + "'s gate lock forged as let go");
+        SimPod forger = others.isEmpty() ? serving : others.get(sim.random.nextInt(others.size()));
+        forger.hostile.forgeReleases(sim.between(Sim.SECOND, 5 * Sim.SECOND));
+    }
+
     private void act() {
         if (!sim.chaos) {
             return;
@@ -44,7 +56,8 @@ final class SimAdversary {
         List<SimPod> others = sim.pods.stream().filter(p -> serving.map(s -> s != p).orElse(true)).toList();
         if (serving.isPresent()) {
             SimPod pod = serving.get();
-            int pick = sim.random.nextInt(sim.api.isPresent() ? 9 : 6);
+            // On a volume whose locks stay on each node, a seventh: the gate lock's heartbeat forged as let go.
+            int pick = sim.random.nextInt(sim.api.isPresent() ? 9 : sim.config.nodes() > 1 ? 7 : 6);
             switch (pick) {
                 case 0 -> resetUnder(pod, others);
                 case 1 -> renameUnderAStoppedWarden(pod);
@@ -52,6 +65,7 @@ final class SimAdversary {
                 case 3 -> switchoverThenTrouble(pod);
                 case 4 -> restartWardenUnderALateSupervisor(pod);
                 case 5 -> squatWhileTheSupervisorRestarts(pod);
+                case 6 -> forgeTheHeartbeat(pod, others);
                 default -> outageThenStopTheLeader(pod);
             }
         }

@@ -1,5 +1,7 @@
 package dev.warden.simulation;
 
+import dev.warden.lock.Heartbeat;
+import dev.warden.lock.LockReach;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -292,6 +294,8 @@ final class SimPod {
                 return;
             }
             int pick = sim.random.nextInt(100);
+            // Where the gate lock's heartbeat is what keeps a second pod out: file election, locks on each node.
+            boolean nodeLocal = sim.api.isEmpty() && sim.config.nodes() > 1;
             List<Kernel.Proc> procs = processes();
             Kernel.Proc target = procs.isEmpty() ? null : procs.get(sim.random.nextInt(procs.size()));
             Optional<Kernel.Proc> ownWarden = Optional.ofNullable(warden).map(w -> w.proc).filter(p -> p.alive);
@@ -307,7 +311,9 @@ final class SimPod {
             } else if (pick < 34) {
                 renameBack();
             } else if (pick < 38) {
-                unlink(sim.chance(0.5) ? Sim.SERVER : Sim.GATE);
+                unlink(nodeLocal && sim.chance(0.3) ? Sim.GATE + LockReach.SUFFIX : sim.chance(0.5) ? Sim.SERVER : Sim.GATE);
+            } else if (pick < 40 && nodeLocal) {
+                forgeARelease();
             } else if (pick < 44) {
                 reset();
             } else if (pick < 52) {
@@ -404,6 +410,32 @@ final class SimPod {
                 sim.kernel.rename(from, to);
                 sim.log(null, name + ": " + from + " renamed back over " + to);
             }
+        }
+
+        /**
+         * A process of lilbee's container writes the gate lock's heartbeat as its holder would on letting go: the record a
+         * standby on a mount the lock does not reach must not take for that holder's end.
+         */
+        /** {@link #forgeARelease} every tenth of a second for {@code lasting}: one lands before its holder's next beat. */
+        void forgeReleases(long lasting) {
+            long until = sim.now() + lasting;
+            forgeARelease();
+            if (sim.now() + 100 * Sim.MS < until) {
+                sim.at(100 * Sim.MS, null, "the forger again", () -> forgeReleases(until - sim.now()));
+            }
+        }
+
+        private void forgeARelease() {
+            String file = Sim.GATE + LockReach.SUFFIX;
+            Kernel.Proc forger = sim.kernel.spawn(node, name + "/forger", name, "lilbee", null, true);
+            Heartbeat forged = sim.kernel.at(file).flatMap(inode -> Heartbeat.parse(inode.content))
+                    .map(h -> new Heartbeat(h.holder(), h.pod(), h.domain(), h.generation(), h.beat() + 1, true))
+                    .orElse(new Heartbeat("forger:1", "forger", "node-" + node + ":0", 0, 0, true));
+            sim.kernel.open(forger, file, true).ifPresent(ofd -> {
+                ofd.inode.content = forged.bytes();
+                sim.log(forger, "writes " + file + " as its holder would on letting go");
+            });
+            sim.die(forger, "done");
         }
 
         private void unlink(String file) {

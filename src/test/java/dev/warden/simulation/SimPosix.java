@@ -142,13 +142,22 @@ final class SimPosix implements Posix {
     }
 
     @Override
-    public byte[] read(int fd, int max) {
-        return new byte[0];
+    public byte[] read(int fd, int max) throws ErrnoException {
+        Kernel.Ofd ofd = ofd(fd);
+        byte[] content = ofd.inode.content;
+        int from = Math.min(ofd.position, content.length);
+        byte[] read = java.util.Arrays.copyOfRange(content, from, from + Math.min(max, content.length - from));
+        ofd.position += read.length;
+        return read;
     }
 
     @Override
-    public void write(int fd, byte[] bytes) {
-        // The simulation's files have no content: only their names, inodes and locks matter to the gate.
+    public void write(int fd, byte[] bytes) throws ErrnoException {
+        Kernel.Ofd ofd = ofd(fd);
+        byte[] content = java.util.Arrays.copyOf(ofd.inode.content, Math.max(ofd.inode.content.length, ofd.position + bytes.length));
+        System.arraycopy(bytes, 0, content, ofd.position, bytes.length);
+        ofd.inode.content = content;
+        ofd.position += bytes.length;
     }
 
     @Override

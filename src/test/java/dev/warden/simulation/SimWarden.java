@@ -9,11 +9,14 @@ import dev.warden.gate.GateTimings;
 import dev.warden.gate.GateWorld;
 import dev.warden.gate.LilbeeProof;
 import dev.warden.gate.LilbeeSwitch;
-import dev.warden.gate.Moment;
 import dev.warden.gate.Observation;
 import dev.warden.gate.PodGate;
 import dev.warden.lock.FileId;
 import dev.warden.lock.FileLocker;
+import dev.warden.lock.Heartbeat;
+import dev.warden.lock.LockReach;
+import dev.warden.lock.ReachProof;
+import dev.warden.time.Moment;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -38,6 +41,8 @@ final class SimWarden {
     private static final long LEASE_RELEASE_WAIT = 4 * Sim.SECOND;
 
     final Sim sim;
+    /** warden's default beat. */
+    private static final Duration HEARTBEAT = Duration.ofMillis(250);
     final SimPod pod;
     final Kernel.Proc proc;
     private final GateRound rounds;
@@ -74,7 +79,7 @@ final class SimWarden {
                 return;
             }
             world = new PodGate(posix, locker, Sim.PATHS, lilbeeSwitch, new GateLock(locker, procs, Sim.PATHS.gateLock(),
-                    Duration.ofSeconds(1)), new LilbeeProof(procs, sim::moment), sim::moment, () -> lease.map(l -> l.election).orElse(null),
+                    Duration.ofSeconds(1), heartbeat(posix)), new LilbeeProof(procs, sim::moment), sim::moment, () -> lease.map(l -> l.election).orElse(null),
                     stepDowns(), remembered());
             rounding = sim.mutated(Sim.Mutation.ANY_LOCK_PROVES_LILBEE) || sim.mutated(Sim.Mutation.DECOY_ON_A_REPLACED_FILE_PROVES_LILBEE)
                     ? new DecoyTakenForLilbee(world) : world;
@@ -83,6 +88,52 @@ final class SimWarden {
             lease.ifPresent(SimLease::start);
             round(++roundNumber);
         });
+    }
+
+    /**
+     * The gate lock's heartbeat where the file lock elects, as warden writes it, on the simulated volume: each node's
+     * kernel its own lock domain.
+     */
+    private Optional<LockReach> heartbeat(SimPosix posix) {
+        if (lease.isPresent()) {
+            return Optional.empty();
+        }
+        String holder = pod.name + ":" + proc.pid;
+        Duration outlives = sim.mutated(Sim.Mutation.HEARTBEAT_WINDOW_WITHOUT_THE_PERMIT) ? Duration.ZERO
+                : remembered().permit().plus(remembered().overrun());
+        return Optional.of(new LockReach(posix, Sim.PATHS.gateLock(), "node-" + pod.node,
+                domain -> new MutatedProof(holder, pod.name, domain, outlives), sim::moment));
+    }
+
+    /** The heartbeat's decision, with the rule a mutation undoes, if any. */
+    private final class MutatedProof extends ReachProof {
+        private final String holder;
+
+        MutatedProof(String holder, String pod, String domain, Duration outlives) {
+            super(holder, pod, domain, HEARTBEAT, outlives);
+            this.holder = holder;
+        }
+
+        @Override
+        public Step taken(Optional<Heartbeat> seen, Moment now) {
+            // Undone: a record of another domain's holder is watched before the lock counts as reaching.
+            return sim.mutated(Sim.Mutation.ANY_TAKE_PROVES_THE_LOCK_REACHES)
+                    ? super.taken(seen.filter(h -> h.holder().equals(holder)), now) : super.taken(seen, now);
+        }
+
+        @Override
+        public Step step(Reach reach, Optional<Heartbeat> seen, Moment now) {
+            boolean let = seen.isEmpty() || seen.get().released();
+            if (sim.mutated(Sim.Mutation.A_STANDBY_TRUSTS_A_RELEASED_RECORD) && !(reach instanceof Reach.Proven) && let) {
+                return super.taken(Optional.empty(), now);
+            }
+            if (sim.mutated(Sim.Mutation.THE_FIRST_HOLDER_KEEPS_SERVING_AFTER_A_PAUSE) && reach instanceof Reach.Proven proven
+                    && !let && !seen.get().holder().equals(holder) && seen.get().laterThan(proven.mine())) {
+                Heartbeat next = proven.mine().next();
+                return new Step(new Reach.Proven(next, now, Optional.of(now)), Optional.of(next));
+            }
+            return super.step(reach, seen, now);
+        }
     }
 
     /** The timings as this warden counts its previous run's permits: as given, or (a mutation) with none of them. */

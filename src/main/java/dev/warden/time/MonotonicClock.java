@@ -1,4 +1,4 @@
-package dev.warden.gate;
+package dev.warden.time;
 
 /** The monotonic clock the gate runs on: {@link #SYSTEM} in warden, simulated time in the simulation and the tests. */
 @FunctionalInterface

@@ -1,4 +1,4 @@
-package dev.warden.gate;
+package dev.warden.time;
 
 import java.time.Duration;
 
