@@ -20,14 +20,16 @@ class GateSimulationTest {
     void neverTwoLilbeesAndAlwaysOneServingAfterTheFaults() {
         Long replay = Long.getLong("warden.sim.seed");
         if (replay != null) {
-            // -Dwarden.sim.mutations=A,B replays a seed with fixes undone, as GateMutationTest runs them.
+            // -Dwarden.sim.mutations=A,B (and -Dwarden.sim.focus=LEASE or NODE_LOCAL_FILES) replays a seed with fixes
+            // undone, as GateMutationTest runs them.
             java.util.Set<Sim.Mutation> mutations = Sim.none();
             for (String name : System.getProperty("warden.sim.mutations", "").split(",")) {
                 if (!name.isBlank()) {
                     mutations.add(Sim.Mutation.valueOf(name.strip()));
                 }
             }
-            Sim.Outcome outcome = Sim.run(replay, Long.MAX_VALUE, Integer.MAX_VALUE, mutations, GateDecision::new);
+            Sim.Outcome outcome = Sim.run(replay, Long.MAX_VALUE, Integer.MAX_VALUE, mutations, GateDecision::new,
+                    dev.warden.gate.LilbeeSwitch::open, Sim.Focus.valueOf(System.getProperty("warden.sim.focus", "DRAWN")));
             System.out.println(String.join("\n", outcome.trace()));
             outcome.violation().ifPresentOrElse(v -> fail(v.report()),
                     () -> System.out.println("seed " + replay + ": " + outcome.steps() + " steps, no violation"));
