@@ -86,12 +86,19 @@ the Lease after the renew deadline.
 {{- $grace := include "warden.seconds" .Values.gate.supervisor.grace | int }}
 {{- $stall := include "warden.stallBound" . | int }}
 {{- $overrun := max $grace $stall }}
+{{- $pause := include "warden.seconds" .Values.gate.pauseMargin | int }}
 {{- if ge (add $permit $overrun) $settle }}
 {{- fail (printf "gate.settle %s must be longer than gate.supervisor.permit %s plus the longer of gate.supervisor.grace %s and the kubelet's restart of a stalled supervisor (lilbee.supervisor.liveness: %ds): a pod whose gate file was replaced may run its lilbee that long" .Values.gate.settle .Values.gate.supervisor.permit .Values.gate.supervisor.grace $stall) }}
+{{- end }}
+{{- if and (ne .Values.gate.election "lease") (lt (sub (sub $settle $permit) $grace) $pause) }}
+{{- fail (printf "gate.settle %s less gate.supervisor.permit %s and gate.supervisor.grace %s leaves less than gate.pauseMargin %s: a pod whose gate file was replaced, its node frozen that long as its permit ends, stops its lilbee after another pod has settled on the new file" .Values.gate.settle .Values.gate.supervisor.permit .Values.gate.supervisor.grace .Values.gate.pauseMargin) }}
 {{- end }}
 {{- if eq .Values.gate.election "lease" }}
 {{- $duration := include "warden.seconds" .Values.gate.lease.duration | int }}
 {{- $deadline := include "warden.seconds" .Values.gate.lease.renewDeadline | int }}
+{{- if lt (sub (sub $duration $deadline) $grace) $pause }}
+{{- fail (printf "gate.lease.duration %s less gate.lease.renewDeadline %s and gate.supervisor.grace %s leaves less than gate.pauseMargin %s: a node frozen that long just before its lilbee's permit ends stops it after the Lease can pass" .Values.gate.lease.duration .Values.gate.lease.renewDeadline .Values.gate.supervisor.grace .Values.gate.pauseMargin) }}
+{{- end }}
 {{- $retry := include "warden.seconds" .Values.gate.lease.retryPeriod | int }}
 {{- if ge $retry $deadline }}
 {{- fail (printf "gate.lease.retryPeriod %s must be shorter than gate.lease.renewDeadline %s" .Values.gate.lease.retryPeriod .Values.gate.lease.renewDeadline) }}
@@ -158,6 +165,7 @@ seccompProfile:
     # supervisor's and its liveness probe's own, for the checks warden makes at start.
     - {name: WARDEN_GATE_SUPERVISOR_SOCKET, value: /run/warden/switch.sock}
     - {name: WARDEN_GATE_SETTLE, value: {{ .Values.gate.settle | quote }}}
+    - {name: WARDEN_GATE_PAUSE_MARGIN, value: {{ .Values.gate.pauseMargin | quote }}}
     - {name: WARDEN_GATE_SUPERVISOR_PERMIT, value: {{ .Values.gate.supervisor.permit | quote }}}
     - {name: WARDEN_GATE_SUPERVISOR_GRACE, value: {{ .Values.gate.supervisor.grace | quote }}}
     - {name: WARDEN_GATE_SUPERVISOR_STALL_BOUND, value: "{{ include "warden.stallBound" . }}s"}

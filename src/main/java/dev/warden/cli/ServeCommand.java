@@ -202,7 +202,7 @@ public class ServeCommand implements Callable<Integer> {
                         + " where no other container's process is visible: it will never report ready. Set"
                         + " shareProcessNamespace: true on the pod (the chart does)");
             }
-            List<String> unsafe = GateTimings.of(config.gate()).problems();
+            List<String> unsafe = GateTimings.of(config.gate()).problems(config.gate().pauseMargin());
             if (!unsafe.isEmpty()) {
                 unsafe.forEach(problem -> spec.commandLine().getErr().println("warden: " + problem));
                 return ExitCodes.USAGE;

@@ -140,6 +140,14 @@ public interface WardenConfig {
         @WithDefault("10s")
         Duration settle();
 
+        /**
+         * How long a whole node (its kubelet with it: a VM paused) may freeze, at whatever moment, and no two lilbees
+         * serve: the timings must leave at least this much (checked at start). With the defaults they leave 3 s, in
+         * file and in lease election.
+         */
+        @WithDefault("1s")
+        Duration pauseMargin();
+
         Supervisor supervisor();
 
         Lease lease();

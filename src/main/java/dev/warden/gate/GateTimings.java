@@ -48,8 +48,28 @@ public record GateTimings(Duration settle, Duration permit, Duration grace, Dura
         return grace.compareTo(stallBound) >= 0 ? grace : stallBound;
     }
 
-    /** Every inequality violated, each a sentence naming both sides, their values and why; empty when all hold. */
+    /**
+     * How long a whole node may freeze (its kubelet with it) at the worst moment, its lilbee's permit about to end, and
+     * no two lilbees serve: its supervisor stops lilbee that much late, with only the grace after (no kubelet restarts a
+     * frozen container). In file election, before a pod elected on a replaced gate file has settled; in lease
+     * election, before the Lease can pass.
+     */
+    public Duration pauseTolerance() {
+        Duration until = lease.map(l -> l.duration().minus(l.renewDeadline())).orElse(settle.minus(permit));
+        return until.minus(grace);
+    }
+
+    /** Every inequality violated, with no margin against pauses required (see {@link #problems(Duration)}). */
     public List<String> problems() {
+        return problems(Duration.ZERO);
+    }
+
+    /**
+     * Every inequality violated, each a sentence naming both sides, their values and why; empty when all hold.
+     *
+     * @param pauseMargin how long a frozen node must be tolerated ({@link #pauseTolerance()})
+     */
+    public List<String> problems(Duration pauseMargin) {
         List<String> problems = new ArrayList<>();
         for (var positive : List.of(new Named("warden.gate.settle", settle), new Named("warden.gate.supervisor.permit", permit),
                 new Named("warden.gate.supervisor.grace", grace), new Named("warden.gate.supervisor.stall-bound", stallBound),
@@ -63,6 +83,19 @@ public record GateTimings(Duration settle, Duration permit, Duration grace, Dura
                     + millis(grace) + ") and warden.gate.supervisor.stall-bound (" + millis(stallBound) + ") must be shorter than"
                     + " warden.gate.settle (" + millis(settle) + "): a pod whose gate file was replaced may run its lilbee that"
                     + " long after its warden last said it may, and another pod elected on the new file waits the settle first");
+        }
+        if (pauseTolerance().compareTo(pauseMargin) < 0) {
+            problems.add(lease.isPresent()
+                    ? "warden.gate.lease.duration (" + millis(lease.get().duration()) + ") less warden.gate.lease.renew-deadline ("
+                            + millis(lease.get().renewDeadline()) + ") and warden.gate.supervisor.grace (" + millis(grace)
+                            + ") leaves " + millis(pauseTolerance()) + ", less than warden.gate.pause-margin ("
+                            + millis(pauseMargin) + "): a node frozen that long just before its lilbee's permit ends stops it"
+                            + " after the Lease can pass. Lengthen the Lease's duration or shorten its renew deadline"
+                    : "warden.gate.settle (" + millis(settle) + ") less warden.gate.supervisor.permit (" + millis(permit)
+                            + ") and warden.gate.supervisor.grace (" + millis(grace) + ") leaves " + millis(pauseTolerance())
+                            + ", less than warden.gate.pause-margin (" + millis(pauseMargin) + "): a pod whose gate file was"
+                            + " replaced, its node frozen that long as its permit ends, stops its lilbee after another pod has"
+                            + " settled on the new file. Lengthen the settle or shorten the permit");
         }
         lease.ifPresent(l -> {
             if (l.retryPeriod().compareTo(l.renewDeadline()) >= 0) {

@@ -218,6 +218,16 @@ class HelmChartTest {
         Exception lease = assertThrows(Exception.class, () -> render(shortLease));
         assertTrue(lease.getMessage().contains("gate.lease.duration 14s must be longer than gate.lease.renewDeadline 10s"),
                 lease.getMessage());
+        Path tightPause = Files.writeString(dir.resolve("pause.yaml"), "mode: gate\ngate: {pauseMargin: 4s}\n");
+        Exception pause = assertThrows(Exception.class, () -> render(tightPause));
+        assertTrue(pause.getMessage().contains("gate.settle 10s less gate.supervisor.permit 5s and gate.supervisor.grace 2s"
+                + " leaves less than gate.pauseMargin 4s"), pause.getMessage());
+        Path tightLeasePause = Files.writeString(dir.resolve("lease-pause.yaml"),
+                "mode: gate\ngate: {election: lease, pauseMargin: 4s}\n");
+        Exception leasePause = assertThrows(Exception.class, () -> render(tightLeasePause));
+        assertTrue(leasePause.getMessage().contains("gate.lease.duration 15s less gate.lease.renewDeadline 10s and"
+                + " gate.supervisor.grace 2s leaves less than gate.pauseMargin 4s"), leasePause.getMessage());
+        render(Files.writeString(dir.resolve("pause-ok.yaml"), "mode: gate\ngate: {pauseMargin: 3s}\n"));
         Path slowProbe = Files.writeString(dir.resolve("probe.yaml"), "mode: gate\nlilbee: {supervisor: {liveness: {periodSeconds: 3}}}\n");
         Exception probe = assertThrows(Exception.class, () -> render(slowProbe));
         assertTrue(probe.getMessage().contains("(lilbee.supervisor.liveness: 8s)"), probe.getMessage());

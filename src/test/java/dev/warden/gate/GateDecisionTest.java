@@ -462,6 +462,23 @@ class GateDecisionTest {
                 .subList(0, 1));
     }
 
+    /** How long a whole node may freeze at the worst moment: the defaults leave 3 s, and less than the margin is named. */
+    @Test
+    void timingsLeaveTheMarginANodeMayFreeze() {
+        assertEquals(Duration.ofSeconds(3), FILE.pauseTolerance(), "settle less permit and grace");
+        assertEquals(Duration.ofSeconds(3), LEASE.pauseTolerance(), "the Lease's duration less its renew deadline and grace");
+        assertEquals(List.of(), FILE.problems(Duration.ofSeconds(1)));
+        assertEquals(List.of(), LEASE.problems(Duration.ofSeconds(3)));
+        List<String> file = FILE.problems(Duration.ofSeconds(4));
+        assertEquals(1, file.size(), String.join("\n", file));
+        assertTrue(file.getFirst().contains("leaves 3000 ms, less than warden.gate.pause-margin (4000 ms)")
+                && file.getFirst().contains("Lengthen the settle"), file.getFirst());
+        List<String> lease = LEASE.problems(Duration.ofSeconds(4));
+        assertEquals(1, lease.size(), String.join("\n", lease));
+        assertTrue(lease.getFirst().contains("warden.gate.lease.duration (15000 ms)")
+                && lease.getFirst().contains("Lengthen the Lease's duration"), lease.getFirst());
+    }
+
     /** The watch is what a phase carries from round to round, whatever else changes. */
     @Test
     void everyPhaseCarriesTheWatchForward() {

@@ -87,7 +87,9 @@ public final class Sim {
         /** A standby whose gate lock another pod holds too takes a record saying released, or none, as that pod gone. */
         A_STANDBY_TRUSTS_A_RELEASED_RECORD,
         /** The first of two gate lock holders keeps serving after a pause past the window, while the other took over. */
-        THE_FIRST_HOLDER_KEEPS_SERVING_AFTER_A_PAUSE;
+        THE_FIRST_HOLDER_KEEPS_SERVING_AFTER_A_PAUSE,
+        /** A node frozen longer than the margin its election leaves (docs/modes.md says how long): no longer a fix. */
+        NODES_FROZEN_PAST_THE_MARGIN;
 
     }
 
@@ -162,6 +164,8 @@ public final class Sim {
     private final PriorityQueue<Event> queue = new PriorityQueue<>((a, b) -> a.at != b.at ? Long.compare(a.at, b.at)
             : Long.compare(a.seq, b.seq));
     private final Map<Kernel.Proc, List<Event>> deferred = new HashMap<>();
+    /** Until when each frozen node is frozen. */
+    private final Map<Integer, Long> frozenUntil = new HashMap<>();
     private final Deque<String> trace = new ArrayDeque<>();
     private final int traceLength;
     private long now = 1000 * SECOND;
@@ -243,7 +247,9 @@ public final class Sim {
         long end = now + config.chaosNanos() + config.quietNanos();
         at(config.chaosNanos(), null, "the chaos ends", this::quiet);
         at(config.chaosNanos() + config.quietNanos() - STEADY, null, "steady from here", this::steady);
-        new SimAdversary(this).next();
+        SimAdversary adversary = new SimAdversary(this);
+        adversary.next();
+        adversary.freezes();
         while (violation == null && !queue.isEmpty() && steps < maxSteps) {
             Event event = queue.poll();
             if (event.at > end) {
@@ -344,8 +350,18 @@ public final class Sim {
         }
     }
 
-    /** SIGCONT: what it would have run meanwhile runs now, in order. */
+    /** Node {@code node} is frozen until {@code until}: no process on it runs, a SIGCONT included, until then. */
+    void freeze(int node, long until) {
+        frozenUntil.merge(node, until, Math::max);
+    }
+
+    /** SIGCONT: what it would have run meanwhile runs now, in order; on a frozen node, once it thaws. */
     void resume(Kernel.Proc proc) {
+        long thaw = frozenUntil.getOrDefault(proc.node, 0L);
+        if (now < thaw) {
+            at(thaw - now, null, "SIGCONT once the node thaws", () -> resume(proc));
+            return;
+        }
         if (proc.alive && proc.stopped) {
             proc.stopped = false;
             log(proc, "SIGCONT");

@@ -1,7 +1,9 @@
 package dev.warden.simulation;
 
+import dev.warden.gate.GateTimings;
 import java.util.List;
 import java.util.Optional;
+import java.util.Random;
 
 /**
  * The faults that split a data dir before, as families the simulation plays with random timing, on top of each pod's
@@ -22,15 +24,62 @@ import java.util.Optional;
  *       mode a neighbour greeting that one first and it SIGTERMed as soon as it listens (issue 48);
  *   <li>the serving pod's health port taken while its supervisor restarts, then that supervisor stalled and the data
  *       dir reset under it (issue 48's third);
- *   <li>on a volume whose locks stay on each node, the serving pod's gate lock heartbeat forged as let go (issue 50).
+ *   <li>on a volume whose locks stay on each node, the serving pod's gate lock heartbeat forged as let go (issue 50);
+ *   <li>a node frozen, every process of its pods and its kubelet, for up to the margin its election leaves (issue 50).
  * </ul>
  */
 final class SimAdversary {
 
     private final Sim sim;
+    /** The node freezes' own dice: every other draw of a seed stays what it was before nodes froze. */
+    private final Random freezing;
 
     SimAdversary(Sim sim) {
         this.sim = sim;
+        this.freezing = new Random(new java.util.SplittableRandom(sim.seed * 31 + 17).nextLong());
+    }
+
+    /** Now and then through the chaos, a node frozen (a VM paused): for up to the margin its election leaves. */
+    void freezes() {
+        sim.at(between(15 * Sim.SECOND, 60 * Sim.SECOND), null, "a node freezes", this::freezeANode);
+    }
+
+    private void freezeANode() {
+        if (!sim.chaos) {
+            return;
+        }
+        int node = freezing.nextInt(sim.config.nodes());
+        long margin = frozenMargin(sim.config);
+        long length = sim.mutated(Sim.Mutation.NODES_FROZEN_PAST_THE_MARGIN) ? margin + between(Sim.SECOND, 15 * Sim.SECOND)
+                : between(100 * Sim.MS, margin);
+        sim.log(null, "node " + node + " freezes for " + Sim.seconds(length) + ": every process of its pods, and its kubelet");
+        for (SimPod pod : List.copyOf(sim.pods)) {
+            if (pod.node == node && !pod.deleted) {
+                pod.freeze(length);
+            }
+        }
+        freezes();
+    }
+
+    /**
+     * The longest a node may freeze, whatever the moment, with half a second to spare (docs/modes.md's table): the
+     * timings' pause tolerance (a frozen leader, or a pod whose gate file was replaced, stops its lilbee that much late;
+     * on one node too, since the clock runs on through the freeze and every settle ends at once after it), and on a
+     * volume whose locks stay on each node the heartbeat's window less the grace and a beat too.
+     */
+    static long frozenMargin(Sim.Config config) {
+        GateTimings timings = config.timings();
+        long spare = 500 * Sim.MS;
+        long margin = timings.pauseTolerance().toNanos();
+        if (timings.lease().isEmpty()) {
+            long window = timings.permit().plus(timings.overrun()).plus(SimWarden.HEARTBEAT).toNanos();
+            margin = Math.min(margin, window - timings.grace().toNanos() - SimWarden.HEARTBEAT.toNanos());
+        }
+        return margin - spare;
+    }
+
+    private long between(long from, long to) {
+        return from + (long) (freezing.nextDouble() * (to - from));
     }
 
     void next() {
@@ -65,8 +114,13 @@ final class SimAdversary {
                 case 3 -> switchoverThenTrouble(pod);
                 case 4 -> restartWardenUnderALateSupervisor(pod);
                 case 5 -> squatWhileTheSupervisorRestarts(pod);
-                case 6 -> forgeTheHeartbeat(pod, others);
-                default -> outageThenStopTheLeader(pod);
+                default -> {
+                    if (sim.api.isPresent()) {
+                        outageThenStopTheLeader(pod);
+                    } else {
+                        forgeTheHeartbeat(pod, others);
+                    }
+                }
             }
         }
         next();

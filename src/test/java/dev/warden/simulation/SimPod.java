@@ -36,6 +36,8 @@ final class SimPod {
     private final Restarts lilbeeRestarts = new Restarts();
     private int wardenFailures;
     private int supervisorFailures;
+    /** Until when its node is frozen (a VM paused): its kubelet acts on nothing meanwhile. */
+    private long frozenUntil;
 
     /** One container's restarts, for its back-off. */
     private final class Restarts {
@@ -92,7 +94,7 @@ final class SimPod {
     }
 
     private void startWarden() {
-        if (deleted) {
+        if (deleted || whenThawed(this::startWarden)) {
             return;
         }
         wardenRestarts.startedAt = sim.now();
@@ -109,7 +111,7 @@ final class SimPod {
 
     /** The startup probe, once a second: lilbee's container starts only once warden is up, the first time. */
     private void startupProbe() {
-        if (deleted || lilbeeContainerStarted) {
+        if (deleted || lilbeeContainerStarted || whenThawed(this::startupProbe)) {
             return;
         }
         if (warden.proc.alive && !warden.proc.stopped && warden.listening()) {
@@ -121,7 +123,7 @@ final class SimPod {
     }
 
     private void startLilbeeContainer() {
-        if (deleted) {
+        if (deleted || whenThawed(this::startLilbeeContainer)) {
             return;
         }
         lilbeeRestarts.startedAt = sim.now();
@@ -145,7 +147,7 @@ final class SimPod {
 
     /** warden's liveness probe: every 10 s, 3 failures restart it (SIGTERM, SIGKILL after 5 s). */
     private void wardenLiveness() {
-        if (deleted) {
+        if (deleted || whenThawed(this::wardenLiveness)) {
             return;
         }
         SimWarden probed = warden;
@@ -167,7 +169,7 @@ final class SimPod {
      * failures restart lilbee's container (grace 1 s).
      */
     private void supervisorLiveness() {
-        if (deleted) {
+        if (deleted || whenThawed(this::supervisorLiveness)) {
             return;
         }
         SimSupervisor probed = supervisor;
@@ -185,6 +187,27 @@ final class SimPod {
             supervisorFailures = 0;
         }
         sim.at(Sim.SECOND, null, name + " supervisor liveness", this::supervisorLiveness);
+    }
+
+    /** True when its node is frozen: {@code kubeletAction} runs again once it thaws. */
+    private boolean whenThawed(Runnable kubeletAction) {
+        if (sim.now() >= frozenUntil) {
+            return false;
+        }
+        sim.at(frozenUntil - sim.now(), null, name + "'s kubelet thaws", kubeletAction);
+        return true;
+    }
+
+    /**
+     * Its node frozen for {@code length} (a VM paused, a hypervisor's hiccup): every process of the pod stops, and its
+     * kubelet with them (no probe fails, nothing is restarted); the monotonic clock runs on, as a paused guest's does.
+     */
+    void freeze(long length) {
+        frozenUntil = Math.max(frozenUntil, sim.now() + length);
+        sim.freeze(node, frozenUntil);
+        List<Kernel.Proc> frozen = processes().stream().filter(p -> !p.stopped).toList();
+        frozen.forEach(sim::stop);
+        sim.at(length, null, name + " thaws", () -> frozen.forEach(sim::resume));
     }
 
     /** Force-deleted, its node lost: every process dies at once; the Deployment makes another pod. */

@@ -42,7 +42,7 @@ final class SimWarden {
 
     final Sim sim;
     /** warden's default beat. */
-    private static final Duration HEARTBEAT = Duration.ofMillis(250);
+    static final Duration HEARTBEAT = Duration.ofMillis(250);
     final SimPod pod;
     final Kernel.Proc proc;
     private final GateRound rounds;
