@@ -90,8 +90,8 @@ the Lease after the renew deadline.
 {{- if ge (add $permit $overrun) $settle }}
 {{- fail (printf "gate.settle %s must be longer than gate.supervisor.permit %s plus the longer of gate.supervisor.grace %s and the kubelet's restart of a stalled supervisor (lilbee.supervisor.liveness: %ds): a pod whose gate file was replaced may run its lilbee that long" .Values.gate.settle .Values.gate.supervisor.permit .Values.gate.supervisor.grace $stall) }}
 {{- end }}
-{{- if and (ne .Values.gate.election "lease") (lt (sub (sub $settle $permit) $grace) $pause) }}
-{{- fail (printf "gate.settle %s less gate.supervisor.permit %s and gate.supervisor.grace %s leaves less than gate.pauseMargin %s: a pod whose gate file was replaced, its node frozen that long as its permit ends, stops its lilbee after another pod has settled on the new file" .Values.gate.settle .Values.gate.supervisor.permit .Values.gate.supervisor.grace .Values.gate.pauseMargin) }}
+{{- if and (ne .Values.gate.election "lease") (or (lt (sub (sub $settle $permit) $grace) $pause) (lt (sub (add $permit $overrun) $grace) $pause)) }}
+{{- fail (printf "gate.settle %s less gate.supervisor.permit %s and gate.supervisor.grace %s, or the permit and the overrun less the grace, leaves less than gate.pauseMargin %s: a pod whose gate file was replaced, or whose lock another node's pod cannot see, its node frozen that long as its permit ends, stops its lilbee after another pod has taken over" .Values.gate.settle .Values.gate.supervisor.permit .Values.gate.supervisor.grace .Values.gate.pauseMargin) }}
 {{- end }}
 {{- if eq .Values.gate.election "lease" }}
 {{- $duration := include "warden.seconds" .Values.gate.lease.duration | int }}

@@ -183,6 +183,13 @@ public class ServeCommand implements Callable<Integer> {
             spec.commandLine().getErr().println("warden: " + noLocking.get());
             return ExitCodes.USAGE;
         }
+        if (!config.lock().heartbeat().isPositive() || config.lock().heartbeat().compareTo(config.lock().pollInterval()) < 0) {
+            spec.commandLine().getErr().println("warden: warden.lock.heartbeat (" + config.lock().heartbeat().toMillis()
+                    + " ms) must be at least warden.lock.poll-interval (" + config.lock().pollInterval().toMillis()
+                    + " ms): a holder beats at most once a round, and a pod on another mount waits 4 beats before it takes"
+                    + " a silent holder for gone. Set warden.lock.heartbeat to 250ms, the default");
+            return ExitCodes.USAGE;
+        }
         Path locked = chosen == Mode.GATE ? lilbee.gateLock() : lilbee.serverLock();
         Mount.holding(locked).flatMap(Mount::localLocks).ifPresent(local -> LOG.warnf("The lock %s: %s", locked, local));
         if (config.events().enabled()) {

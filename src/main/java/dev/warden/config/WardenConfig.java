@@ -389,9 +389,10 @@ public interface WardenConfig {
         /**
          * How often the holder of a lock that should exclude every pod (hold mode's server.lock, gate mode's gate lock
          * in file election) writes its heartbeat beside it, {@code <lock>.heartbeat}: a pod whose lock did not reach
-         * through its own mount finds the beats and stands by. A lock taken at once while that file names a holder that
-         * has not let go is held only once the file stays still for 4 beats (1 s by default); a lock taken after a wait
-         * in the kernel is held at once.
+         * through its own mount finds the beats and stands by. A lock taken while that file names a holder of another
+         * node or mount is held only once the file stays still for 4 beats (1 s by default; in gate mode at least the
+         * permit and the overrun); one taken where the file names a holder of this node and mount is held at once. At
+         * least {@code poll-interval}: a holder beats at most once a round (checked at start).
          */
         @WithDefault("250ms")
         Duration heartbeat();

@@ -22,12 +22,8 @@ public record PodEvent(String reason, boolean warning, String message) {
      * mount whose locks do not reach this one (the one of the two that came later stands by); nothing otherwise.
      */
     public static Optional<PodEvent> ofReach(LockReach.Verdict verdict) {
-        return switch (verdict) {
-            case LockReach.Verdict.Shared shared -> Optional.of(warning("LockNotExclusive", shared.why()));
-            case LockReach.Verdict.Proven proven when proven.overlapped() -> Optional.of(warning("LockNotExclusive",
-                    proven.why()));
-            case LockReach.Verdict.Proven proven -> Optional.empty();
-            case LockReach.Verdict.Proving proving -> Optional.empty();
-        };
+        boolean notExclusive = verdict instanceof LockReach.Verdict.Shared
+                || verdict instanceof LockReach.Verdict.Proven proven && proven.overlapped();
+        return notExclusive ? Optional.of(warning("LockNotExclusive", verdict.why())) : Optional.empty();
     }
 }

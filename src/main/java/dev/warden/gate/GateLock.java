@@ -67,10 +67,10 @@ public final class GateLock implements AutoCloseable {
             }
             boolean atPath = held.stillAtPath();
             // A lock on a file no longer at the path is let go whatever its heartbeat shows.
-            Optional<LockReach.Verdict> verdict = reach.filter(r -> atPath).map(LockReach::keep);
+            Optional<LockReach.Verdict> verdict = reach.filter(r -> atPath).map(r -> r.keep(held.fileId()));
             if (verdict.isPresent() && !(verdict.get() instanceof LockReach.Verdict.Proven)) {
                 return new Observation.Gate.Unproven(held.fileId(), verdict.get() instanceof LockReach.Verdict.Shared,
-                        why(verdict.get()));
+                        verdict.get().why());
             }
             return new Observation.Gate.Held(held.fileId(), atPath);
         }
@@ -100,14 +100,6 @@ public final class GateLock implements AutoCloseable {
     /** A lock just taken: its heartbeat starts. */
     private void taken() {
         reach.ifPresent(r -> r.taken(held.fileId()));
-    }
-
-    private static String why(LockReach.Verdict verdict) {
-        return switch (verdict) {
-            case LockReach.Verdict.Proving proving -> proving.why();
-            case LockReach.Verdict.Shared shared -> shared.why();
-            case LockReach.Verdict.Proven proven -> proven.why();
-        };
     }
 
     private void fail(String why, Moment now) {
@@ -150,14 +142,14 @@ public final class GateLock implements AutoCloseable {
      */
     void release() {
         cancelWaiting();
+        // This pod's supervisor may keep the same open file locked for a lilbee that is still stopping: no record released.
         if (held != null) {
-            // This pod's supervisor may keep the same open file locked for a lilbee that is still stopping.
-            reach.ifPresent(LockReach::forget);
+            reach.ifPresent(r -> r.forget(held.fileId()));
             held.close();
             held = null;
         }
         if (retired != null) {
-            reach.ifPresent(LockReach::forget);
+            reach.ifPresent(r -> r.forget(retired.fileId()));
             retired.close();
             retired = null;
         }
@@ -183,7 +175,7 @@ public final class GateLock implements AutoCloseable {
         if (retired != null) {
             try {
                 // This pod's lilbee has let server.lock go: nothing of this hold outlives the unlock.
-                reach.ifPresent(LockReach::letGo);
+                reach.ifPresent(r -> r.letGo(retired.fileId()));
                 retired.unlockAndClose();
                 LOG.debugf("%s unlocked: this pod's stopping lilbee has let server.lock go", path);
             } catch (Posix.ErrnoException e) {

@@ -55,8 +55,13 @@ public record GateTimings(Duration settle, Duration permit, Duration grace, Dura
      * election, before the Lease can pass.
      */
     public Duration pauseTolerance() {
-        Duration until = lease.map(l -> l.duration().minus(l.renewDeadline())).orElse(settle.minus(permit));
-        return until.minus(grace);
+        if (lease.isPresent()) {
+            return lease.get().duration().minus(lease.get().renewDeadline()).minus(grace);
+        }
+        // On a volume whose locks stay on each node the gate lock's heartbeat waits out permit + overrun (and a beat).
+        Duration settled = settle.minus(permit).minus(grace);
+        Duration heartbeat = permit.plus(overrun()).minus(grace);
+        return settled.compareTo(heartbeat) <= 0 ? settled : heartbeat;
     }
 
     /** Every inequality violated, with no margin against pauses required (see {@link #problems(Duration)}). */
@@ -92,10 +97,11 @@ public record GateTimings(Duration settle, Duration permit, Duration grace, Dura
                             + millis(pauseMargin) + "): a node frozen that long just before its lilbee's permit ends stops it"
                             + " after the Lease can pass. Lengthen the Lease's duration or shorten its renew deadline"
                     : "warden.gate.settle (" + millis(settle) + ") less warden.gate.supervisor.permit (" + millis(permit)
-                            + ") and warden.gate.supervisor.grace (" + millis(grace) + ") leaves " + millis(pauseTolerance())
-                            + ", less than warden.gate.pause-margin (" + millis(pauseMargin) + "): a pod whose gate file was"
-                            + " replaced, its node frozen that long as its permit ends, stops its lilbee after another pod has"
-                            + " settled on the new file. Lengthen the settle or shorten the permit");
+                            + ") and warden.gate.supervisor.grace (" + millis(grace) + "), or the permit and the overrun less"
+                            + " the grace, leaves " + millis(pauseTolerance()) + ", less than warden.gate.pause-margin ("
+                            + millis(pauseMargin) + "): a pod whose gate file was replaced, or whose lock another node's pod"
+                            + " cannot see, its node frozen that long as its permit ends, stops its lilbee after another pod"
+                            + " has taken over. Lengthen the settle (or the permit) to match");
         }
         lease.ifPresent(l -> {
             if (l.retryPeriod().compareTo(l.renewDeadline()) >= 0) {

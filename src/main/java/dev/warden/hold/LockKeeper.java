@@ -241,7 +241,7 @@ public class LockKeeper {
             if (slot.held != null) {
                 if (slot.held.stillAtPath()) {
                     if (slot.reach != null) {
-                        LockState next = proven(slot.reach.keep(), slot.state, now);
+                        LockState next = proven(slot.reach.keep(slot.held.fileId()), slot.state, now);
                         if (next instanceof LockState.Held && !(slot.state instanceof LockState.Held)) {
                             LOG.infof("Holding %s", slot.path);
                         }
@@ -394,7 +394,7 @@ public class LockKeeper {
                 });
             }
             if (slot.reach != null) {
-                slot.reach.letGo();
+                slot.reach.letGo(slot.held.fileId());
             }
             slot.held.close();
             slot.held = null;

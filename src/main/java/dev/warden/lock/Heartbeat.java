@@ -16,12 +16,19 @@ import java.util.regex.Pattern;
  * only keep a warden from serving, as taking the lock itself could.
  *
  * @param holder this hold's token: the pod and a nonce of the process's run
- * @param pod the pod that wrote it (a restarted warden recognises its own pod's record)
+ * @param pod the pod that wrote it, for a person reading the file
  */
 public record Heartbeat(String holder, String pod, String domain, long generation, long beat, boolean released) {
 
     /** A record is one short line; a file longer than this is not one. */
     public static final int MAX_BYTES = 512;
+    /** No generation reaches this: one above it would not parse. A record claiming more is not one. */
+    private static final long MAX_GENERATION = 100_000_000_000_000_000L;
+    /**
+     * Something at the path that is not a record, or cannot be read: a holder of another domain might be behind it, so a
+     * taker waits for it to stay as it is; a holder that beats ignores it.
+     */
+    public static final Heartbeat UNREADABLE = new Heartbeat("unreadable", "unreadable", "unreadable", 0, 0, false);
     private static final String TOKEN = "[A-Za-z0-9._:-]{1,160}";
     private static final Pattern LINE = Pattern.compile("warden-heartbeat 1 holder=(" + TOKEN + ") pod=(" + TOKEN
             + ") domain=(" + TOKEN + ") generation=(\\d{1,18}) beat=(\\d{1,18}) state=(held|released)\n?");
@@ -46,8 +53,12 @@ public record Heartbeat(String holder, String pod, String domain, long generatio
         if (!m.matches()) {
             return Optional.empty();
         }
-        return Optional.of(new Heartbeat(m.group(1), m.group(2), m.group(3), Long.parseLong(m.group(4)),
-                Long.parseLong(m.group(5)), m.group(6).equals("released")));
+        long generation = Long.parseLong(m.group(4));
+        if (generation >= MAX_GENERATION) {
+            return Optional.empty();
+        }
+        return Optional.of(new Heartbeat(m.group(1), m.group(2), m.group(3), generation, Long.parseLong(m.group(5)),
+                m.group(6).equals("released")));
     }
 
     /** The next beat of this hold. */

@@ -37,9 +37,12 @@ public final class LockReach {
     private final Function<String, ReachProof> proofs;
     private final MonotonicClock clock;
     private ReachProof proof;
+    /** The hold the heartbeat is for: every call about another (a lock retired, then another taken) is ignored. */
+    private FileId hold;
     private ReachProof.Reach reach;
     private Moment nextLook;
-    private String lastProblem;
+    private String lastReadProblem;
+    private String lastWriteProblem;
     private String fix;
     /** Whether another pod holds the same lock through a mount of its own now: for the metric, from any thread. */
     private volatile boolean shared;
@@ -79,14 +82,15 @@ public final class LockReach {
 
     /**
      * A heartbeat for {@code lock} with a holder token of this run: the pod's name ({@code POD_NAME}, else the host's), and
-     * this node's boot id (one of this run's own where it cannot be read: then no other holder shares its domain).
+     * this node's boot id. Where it cannot be read every such holder shares one domain: the heartbeat then tells no two
+     * nodes apart, and the flock decides alone, as it did before there was one.
      */
     public static LockReach of(Posix posix, Path lock, Map<String, String> env, Duration beat, Duration outlives,
             MonotonicClock clock) {
         String pod = token(Optional.ofNullable(env.get("POD_NAME")).or(() -> Optional.ofNullable(env.get("HOSTNAME")))
                 .filter(s -> !s.isBlank()).orElse("unnamed"));
         String run = UUID.randomUUID().toString().substring(0, 8);
-        return new LockReach(posix, lock, pod + ":" + run, pod, bootId().orElse("unread-" + run), beat, outlives, clock);
+        return new LockReach(posix, lock, pod + ":" + run, pod, bootId().orElse("unread"), beat, outlives, clock);
     }
 
     private static Optional<String> bootId() {
@@ -115,6 +119,9 @@ public final class LockReach {
 
     /** What is known now: serve only on {@link Verdict.Proven}. */
     public sealed interface Verdict {
+        /** Why, as the status and the log say it. */
+        String why();
+
         /** The lock excludes every other holder seen; {@code overlapped}: a later holder beats it on a mount of its own. */
         record Proven(boolean overlapped, String why) implements Verdict {
         }
@@ -128,18 +135,20 @@ public final class LockReach {
         }
     }
 
-    /** The lock on {@code file} was just taken (or taken back from this pod's supervisor). */
+    /** The lock on {@code file} was just taken (or taken back from this pod's supervisor): the heartbeat is for it now. */
     public Verdict taken(FileId file) {
+        hold = file;
         proof = proofs.apply(boot + ":" + file.device());
+        reach = null;
         Moment now = clock.now();
         apply(proof.taken(read(), now), now);
         return verdict();
     }
 
-    /** One look while held: reads and beats when due, else answers from what it knows. */
-    public Verdict keep() {
-        if (reach == null) {
-            throw new IllegalStateException("keep() before taken()");
+    /** One look while {@code file} is held: reads and beats when due, else answers from what it knows. */
+    public Verdict keep(FileId file) {
+        if (reach == null || !file.equals(hold)) {
+            return taken(file);
         }
         Moment now = clock.now();
         if (!now.isBefore(nextLook)) {
@@ -149,23 +158,26 @@ public final class LockReach {
     }
 
     /**
-     * The lock is being let go, and nothing this holder served outlives it: a proven holder leaves its record released,
-     * so that the next holder of its domain knows it let go.
+     * The lock on {@code file} is being let go, and nothing this holder served outlives it: a proven holder leaves its
+     * record released, so that the next holder of its domain knows it let go.
      */
-    public void letGo() {
-        if (reach != null) {
+    public void letGo(FileId file) {
+        if (reach != null && file.equals(hold)) {
             proof.letGo(reach).ifPresent(this::write);
         }
-        forget();
+        forget(file);
     }
 
     /**
-     * This warden stops beating while what it served may outlive it (a lilbee holding the same open file stops later): the
-     * record stays as it was, so a holder on a mount the lock does not reach waits out the window.
+     * This warden stops beating for {@code file} while what it served may outlive it (a lilbee holding the same open file
+     * stops later): the record stays as it was, so a holder on a mount the lock does not reach waits out the window.
      */
-    public void forget() {
-        reach = null;
-        shared = false;
+    public void forget(FileId file) {
+        if (file.equals(hold)) {
+            reach = null;
+            hold = null;
+            shared = false;
+        }
     }
 
     public Verdict verdict() {
@@ -207,9 +219,11 @@ public final class LockReach {
     }
 
     private void apply(ReachProof.Step step, Moment now) {
-        step.write().ifPresent(this::write);
+        boolean wrote = step.write().map(this::write).orElse(true);
         ReachProof.Reach before = reach;
-        reach = step.reach();
+        // A beat that could not be written is no beat: the holder counts as silent since its last one, as others see it.
+        reach = !wrote && step.reach() instanceof ReachProof.Reach.Proven next && before instanceof ReachProof.Reach.Proven last
+                ? new ReachProof.Reach.Proven(last.mine(), last.wroteAt(), next.overlapSeen()) : step.reach();
         nextLook = proof.nextLook(now);
         Verdict verdict = verdict();
         shared = verdict instanceof Verdict.Shared || verdict instanceof Verdict.Proven proven && proven.overlapped();
@@ -233,32 +247,43 @@ public final class LockReach {
                 : reach.getClass().getSimpleName();
     }
 
+    /**
+     * The record at the path: empty when there is none, {@link Heartbeat#UNREADABLE} when something is there that is not
+     * a record (a directory, a FIFO, a link, garbage) or cannot be read: a holder might be behind it.
+     */
     private Optional<Heartbeat> read() {
         try (CheckedDir dir = CheckedDir.open(posix, lock.toAbsolutePath().getParent())) {
             if (dir.stat(name).isEmpty()) {
+                lastReadProblem = null;
                 return Optional.empty();
             }
-            return Heartbeat.parse(dir.read(name, Heartbeat.MAX_BYTES));
+            Optional<Heartbeat> record = Heartbeat.parse(dir.read(name, Heartbeat.MAX_BYTES));
+            lastReadProblem = null;
+            return Optional.of(record.orElse(Heartbeat.UNREADABLE));
         } catch (IOException | RuntimeException e) {
-            problem("Cannot read " + heartbeatPath() + " (" + e.getMessage() + "); taken for no record");
-            return Optional.empty();
+            String problem = "Cannot read " + heartbeatPath() + " (" + e.getMessage() + ")";
+            if (!problem.equals(lastReadProblem)) {
+                LOG.warn(problem);
+                lastReadProblem = problem;
+            }
+            return Optional.of(Heartbeat.UNREADABLE);
         }
     }
 
-    private void write(Heartbeat beat) {
+    /** Whether the record was written. */
+    private boolean write(Heartbeat beat) {
         try (CheckedDir dir = CheckedDir.open(posix, lock.toAbsolutePath().getParent())) {
             dir.replace(name, beat.bytes());
-            lastProblem = null;
+            lastWriteProblem = null;
+            return true;
         } catch (IOException | RuntimeException e) {
-            problem("Cannot write " + heartbeatPath() + " (" + e.getMessage() + "): a pod whose lock on this volume does"
-                    + " not reach this one will not see that this warden holds it. Make the data dir writable");
-        }
-    }
-
-    private void problem(String message) {
-        if (!message.equals(lastProblem)) {
-            LOG.warn(message);
-            lastProblem = message;
+            String problem = "Cannot write " + heartbeatPath() + " (" + e.getMessage() + "): a pod whose lock on this volume"
+                    + " does not reach this one will not see that this warden holds it. Make the data dir writable";
+            if (!problem.equals(lastWriteProblem)) {
+                LOG.warn(problem);
+                lastWriteProblem = problem;
+            }
+            return false;
         }
     }
 }

@@ -136,14 +136,18 @@ public class ReachProof {
         return lastLook.plus(beat);
     }
 
-    /** A record of another holder that has not let go. */
+    /**
+     * A record of another holder of another domain that has not let go: one that beats through a mount this lock may not
+     * reach. One of this warden's own domain cannot be honest while this warden holds the lock (the kernel would have
+     * kept one of them out): a forgery, ignored, as is what cannot be read.
+     */
     private boolean live(Optional<Heartbeat> seen) {
-        return seen.isPresent() && !seen.get().released() && !seen.get().holder().equals(holder);
+        return elsewhere(seen) && !seen.get().released() && seen.get() != Heartbeat.UNREADABLE;
     }
 
     /**
-     * A record of another holder of another domain, let go or not: this warden's lock proves nothing of it (a record
-     * saying released is anyone's to write).
+     * A record of another holder of another domain, let go or not, or something that cannot be read: this warden's lock
+     * proves nothing of it (a record saying released is anyone's to write).
      */
     private boolean elsewhere(Optional<Heartbeat> seen) {
         return seen.isPresent() && !seen.get().holder().equals(holder) && !seen.get().domain().equals(domain);

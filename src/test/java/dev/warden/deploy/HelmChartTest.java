@@ -220,8 +220,8 @@ class HelmChartTest {
                 lease.getMessage());
         Path tightPause = Files.writeString(dir.resolve("pause.yaml"), "mode: gate\ngate: {pauseMargin: 4s}\n");
         Exception pause = assertThrows(Exception.class, () -> render(tightPause));
-        assertTrue(pause.getMessage().contains("gate.settle 10s less gate.supervisor.permit 5s and gate.supervisor.grace 2s"
-                + " leaves less than gate.pauseMargin 4s"), pause.getMessage());
+        assertTrue(pause.getMessage().contains("gate.settle 10s less gate.supervisor.permit 5s and gate.supervisor.grace 2s,"
+                + " or the permit and the overrun less the grace, leaves less than gate.pauseMargin 4s"), pause.getMessage());
         Path tightLeasePause = Files.writeString(dir.resolve("lease-pause.yaml"),
                 "mode: gate\ngate: {election: lease, pauseMargin: 4s}\n");
         Exception leasePause = assertThrows(Exception.class, () -> render(tightLeasePause));

@@ -57,25 +57,25 @@ class LockReachTest {
         assertTrue(Files.readString(dir.resolve("server.lock.heartbeat")).startsWith("warden-heartbeat 1 holder=pod-a:0001"));
         assertInstanceOf(LockReach.Verdict.Proving.class, later.taken(lockFile()));
         advance(BEAT);
-        first.keep();
-        LockReach.Verdict.Shared shared = assertInstanceOf(LockReach.Verdict.Shared.class, later.keep());
+        first.keep(lockFile());
+        LockReach.Verdict.Shared shared = assertInstanceOf(LockReach.Verdict.Shared.class, later.keep(lockFile()));
         assertTrue(shared.why().contains(dir.resolve("server.lock").toString()), shared.why());
         assertTrue(shared.why().contains("do not reach"), shared.why());
         assertFalse(shared.why().contains("pod-a"), "the record's words are never quoted: " + shared.why());
         assertTrue(later.shared());
         advance(BEAT);
-        LockReach.Verdict firstNow = first.keep();
+        LockReach.Verdict firstNow = first.keep(lockFile());
         assertInstanceOf(LockReach.Verdict.Proven.class, firstNow);
         for (int i = 0; i < 8; i++) {
             advance(BEAT);
-            first.keep();
-            assertInstanceOf(LockReach.Verdict.Shared.class, later.keep(), "still beating at beat " + i);
+            first.keep(lockFile());
+            assertInstanceOf(LockReach.Verdict.Shared.class, later.keep(lockFile()), "still beating at beat " + i);
         }
-        first.letGo();
+        first.letGo(lockFile());
         advance(BEAT);
-        assertInstanceOf(LockReach.Verdict.Proving.class, later.keep(), "a record saying released is no proof: silence is");
+        assertInstanceOf(LockReach.Verdict.Proving.class, later.keep(lockFile()), "a record saying released is no proof: silence is");
         advance(Duration.ofSeconds(1));
-        assertInstanceOf(LockReach.Verdict.Proven.class, later.keep());
+        assertInstanceOf(LockReach.Verdict.Proven.class, later.keep(lockFile()));
         assertEquals(4, heard.size(), "proving, shared, proving, proven: " + heard);
     }
 
@@ -86,11 +86,11 @@ class LockReachTest {
         first.taken(lockFile());
         later.taken(lockFile());
         advance(Duration.ofSeconds(1));
-        assertInstanceOf(LockReach.Verdict.Proven.class, later.keep(), "the first was silent for the window");
+        assertInstanceOf(LockReach.Verdict.Proven.class, later.keep(lockFile()), "the first was silent for the window");
         advance(BEAT);
-        assertInstanceOf(LockReach.Verdict.Shared.class, first.keep(), "back from its pause, the first finds it was replaced");
+        assertInstanceOf(LockReach.Verdict.Shared.class, first.keep(lockFile()), "back from its pause, the first finds it was replaced");
         advance(BEAT);
-        LockReach.Verdict.Proven serving = assertInstanceOf(LockReach.Verdict.Proven.class, later.keep());
+        LockReach.Verdict.Proven serving = assertInstanceOf(LockReach.Verdict.Proven.class, later.keep(lockFile()));
         assertFalse(serving.overlapped(), "the first wrote nothing over it");
     }
 
@@ -110,26 +110,41 @@ class LockReachTest {
         Path path = dir.resolve("server.lock.heartbeat");
         Swapper.mkfifo(path);
         LockReach holder = reach("pod-a");
-        assertTimeoutPreemptively(HANG, () -> assertInstanceOf(LockReach.Verdict.Proven.class, holder.taken(lockFile())));
+        assertTimeoutPreemptively(HANG, () -> assertInstanceOf(LockReach.Verdict.Proving.class, holder.taken(lockFile()),
+                "a holder of another node may be behind what cannot be read: waited out"));
+        advance(Duration.ofSeconds(1));
+        assertTimeoutPreemptively(HANG, () -> assertInstanceOf(LockReach.Verdict.Proven.class, holder.keep(lockFile())));
         assertTrue(Files.isRegularFile(path, java.nio.file.LinkOption.NOFOLLOW_LINKS), "the beat replaced the FIFO");
         Files.delete(path);
         Path elsewhere = Files.writeString(dir.resolve("elsewhere"), "keep");
         Files.createSymbolicLink(path, elsewhere);
         advance(BEAT);
-        holder.keep();
+        assertInstanceOf(LockReach.Verdict.Proven.class, holder.keep(lockFile()), "the holder ignores what is not a record");
         assertEquals("keep", Files.readString(elsewhere), "a link at the path is replaced, never written through");
         Files.delete(path);
-        Files.write(path, ("warden-heartbeat 1 holder=x:1 pod=x generation=9 beat=1 state=held\n" + "x".repeat(100_000))
-                .getBytes(StandardCharsets.US_ASCII));
-        assertInstanceOf(LockReach.Verdict.Proven.class, reach("pod-b").taken(lockFile()), "an oversized file is no record");
+        Files.write(path, ("warden-heartbeat 1 holder=x:1 pod=x domain=boot-x:1 generation=9 beat=1 state=held\n"
+                + "x".repeat(100_000)).getBytes(StandardCharsets.US_ASCII));
+        LockReach.Verdict.Proving oversized = assertInstanceOf(LockReach.Verdict.Proving.class, reach("pod-b").taken(lockFile()));
+        assertFalse(oversized.why().contains("boot-x"), "nothing of the file is quoted: " + oversized.why());
     }
 
     @Test
-    void aHeartbeatThatCannotBeWrittenLeavesTheHolderServing() throws Exception {
+    void aHeartbeatThatCannotBeWrittenIsNoBeat() throws Exception {
         Files.createDirectory(dir.resolve("server.lock.heartbeat"));
         LockReach holder = reach("pod-a");
-        assertInstanceOf(LockReach.Verdict.Proven.class, holder.taken(lockFile()));
+        assertInstanceOf(LockReach.Verdict.Proving.class, holder.taken(lockFile()));
+        advance(Duration.ofSeconds(1));
+        assertInstanceOf(LockReach.Verdict.Proven.class, holder.keep(lockFile()), "a directory that stays is waited out");
+        for (int i = 0; i < 8; i++) {
+            advance(BEAT);
+            assertInstanceOf(LockReach.Verdict.Proven.class, holder.keep(lockFile()), "the holder serves on");
+        }
+        // It could not beat for all that time: to a holder of another node it fell silent, and may have been taken over.
+        Files.delete(dir.resolve("server.lock.heartbeat"));
+        Files.write(dir.resolve("server.lock.heartbeat"), new Heartbeat("pod-b:0002", "pod-b", "boot-pod-b:1", 2, 0, false)
+                .bytes());
         advance(BEAT);
-        assertInstanceOf(LockReach.Verdict.Proven.class, holder.keep());
+        assertInstanceOf(LockReach.Verdict.Shared.class, holder.keep(lockFile()),
+                "silent past the window, it stands by for the holder that took over");
     }
 }

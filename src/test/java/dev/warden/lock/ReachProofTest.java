@@ -96,12 +96,25 @@ class ReachProofTest {
     }
 
     @Test
-    void aHolderThatFindsAnEarlierOneBeatingStandsBy() {
-        ReachProof.Step step = mine.taken(Optional.of(new Heartbeat("a:1", "a", HERE, 3, 9, false)), T0);
-        // Held above generation 3, yet that holder beats on: it holds the lock through another mount.
-        step = mine.step(step.reach(), Optional.of(new Heartbeat("a:1", "a", HERE, 3, 10, false)), at(250));
-        assertInstanceOf(ReachProof.Reach.Shared.class, step.reach());
-        assertEquals(Optional.empty(), step.write());
+    void aRecordOfThisWardensOwnDomainByAnotherHolderIsAForgeryAndIgnored() {
+        // While this warden holds the lock, no other holder of its domain can: the kernel keeps one of them out.
+        ReachProof.Step step = mine.taken(Optional.empty(), T0);
+        step = mine.step(step.reach(), Optional.of(new Heartbeat("a:1", "a", HERE, 0, 10, false)), at(250));
+        assertInstanceOf(ReachProof.Reach.Proven.class, step.reach());
+        assertEquals(Optional.empty(), ((ReachProof.Reach.Proven) step.reach()).overlapSeen());
+    }
+
+    @Test
+    void somethingAtThePathThatIsNotARecordIsWaitedOutByATakerAndIgnoredByTheHolder() {
+        ReachProof.Step step = mine.taken(Optional.of(Heartbeat.UNREADABLE), T0);
+        assertInstanceOf(ReachProof.Reach.Proving.class, step.reach(), "a holder of another domain may be behind it");
+        assertInstanceOf(ReachProof.Reach.Proven.class, mine.step(step.reach(), Optional.of(Heartbeat.UNREADABLE), at(1000))
+                .reach(), "once it stayed as it was for the window");
+        ReachProof.Reach held = mine.taken(Optional.empty(), T0).reach();
+        assertInstanceOf(ReachProof.Reach.Proven.class, mine.step(held, Optional.of(Heartbeat.UNREADABLE), at(5000)).reach(),
+                "a directory at the path does not make the holder stand by");
+        assertEquals(Optional.empty(), Heartbeat.parse(("warden-heartbeat 1 holder=a:1 pod=a domain=d generation="
+                + "100000000000000000 beat=1 state=held").getBytes()), "no generation so high that one above it could not parse");
     }
 
     @Test

@@ -1,6 +1,5 @@
 package dev.warden.simulation;
 
-import dev.warden.gate.GateTimings;
 import java.util.List;
 import java.util.Optional;
 import java.util.Random;
@@ -62,20 +61,13 @@ final class SimAdversary {
     }
 
     /**
-     * The longest a node may freeze, whatever the moment, with half a second to spare (docs/modes.md's table): the
-     * timings' pause tolerance (a frozen leader, or a pod whose gate file was replaced, stops its lilbee that much late;
-     * on one node too, since the clock runs on through the freeze and every settle ends at once after it), and on a
-     * volume whose locks stay on each node the heartbeat's window less the grace and a beat too.
+     * The longest a node may freeze, whatever the moment, with half a second to spare: the timings' pause tolerance
+     * (docs/modes.md's table: a frozen leader, a pod whose gate file was replaced, or one whose lock another node's pod
+     * cannot see, stops its lilbee that much late; on one node too, since the clock runs on through the freeze and every
+     * settle has ended when it thaws).
      */
     static long frozenMargin(Sim.Config config) {
-        GateTimings timings = config.timings();
-        long spare = 500 * Sim.MS;
-        long margin = timings.pauseTolerance().toNanos();
-        if (timings.lease().isEmpty()) {
-            long window = timings.permit().plus(timings.overrun()).plus(SimWarden.HEARTBEAT).toNanos();
-            margin = Math.min(margin, window - timings.grace().toNanos() - SimWarden.HEARTBEAT.toNanos());
-        }
-        return margin - spare;
+        return config.timings().pauseTolerance().toNanos() - 500 * Sim.MS;
     }
 
     private long between(long from, long to) {
