@@ -283,15 +283,12 @@ public class SyncMark {
      */
     public Optional<Unlockable> probe(Path dir) {
         Path probe = dir.resolve("sync.probe." + UUID.randomUUID().toString().replace("-", ""));
-        try (CheckedDir checked = CheckedDir.open(posix, dir)) {
-            posix.close(checked.open(probe.getFileName().toString(), Posix.Open.READ_WRITE_CREATE));
-        } catch (Posix.ErrnoException e) {
-            return Optional.of(Unlockable.of(probe, e));
-        } catch (IOException e) {
-            return Optional.of(new Unlockable(probe + " cannot be created (" + reason(e) + ")", reason(e),
-                    OptionalInt.empty(), false, e));
-        }
         try {
+            try (CheckedDir checked = CheckedDir.open(posix, dir)) {
+                posix.close(checked.open(probe.getFileName().toString(), Posix.Open.READ_WRITE_CREATE));
+            } catch (IOException e) {
+                return Optional.of(Unlockable.of(probe, e));
+            }
             Connection connection = open(probe, PROBE_TIMEOUT, "the probe " + probe + " is held");
             try (Statement statement = connection.createStatement()) {
                 statement.execute("BEGIN EXCLUSIVE TRANSACTION");
