@@ -205,7 +205,7 @@ public class LockKeeper {
             }
             becomeHolder(slot, lock.get(), now);
         }
-        everHeldAll = slots.stream().allMatch(slot -> slot.state instanceof LockState.Held);
+        everHeldAll = allHeld();
         writeOwnerIfDue();
         return Optional.empty();
     }
@@ -259,7 +259,12 @@ public class LockKeeper {
                 return;
             }
         }
-        everHeldAll |= slots.stream().allMatch(slot -> slot.state instanceof LockState.Held);
+        everHeldAll |= allHeld();
+    }
+
+    /** Every lock held, and proven where its reach is: what readiness waits for. */
+    private boolean allHeld() {
+        return slots.stream().allMatch(slot -> slot.state instanceof LockState.Held);
     }
 
     /** Moves one lock towards held without blocking; true when it is ours. */

@@ -100,8 +100,8 @@ public class LibraryLocks {
         if (path.getFileName().toString().equals(SYNC_LOCK) && why.notADatabase()) {
             return DELETE_SYNC_LOCK.formatted(path);
         }
-        return why.errno().stream().mapToObj(ADVICE_BY_ERRNO::get).filter(java.util.Objects::nonNull).findFirst()
-                .orElse(FIX_THE_CAUSE).formatted(path);
+        String advice = why.errno().isPresent() ? ADVICE_BY_ERRNO.get(why.errno().getAsInt()) : null;
+        return (advice != null ? advice : FIX_THE_CAUSE).formatted(path);
     }
 
     /**

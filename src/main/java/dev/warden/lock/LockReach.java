@@ -40,6 +40,8 @@ public final class LockReach {
     /** The hold the heartbeat is for: every call about another (a lock retired, then another taken) is ignored. */
     private FileId hold;
     private ReachProof.Reach reach;
+    /** What {@link #reach} means, made once a change: the keepers ask it every round. */
+    private Verdict verdict;
     private Moment nextLook;
     private String lastReadProblem;
     private String lastWriteProblem;
@@ -142,7 +144,7 @@ public final class LockReach {
         reach = null;
         Moment now = clock.now();
         apply(proof.taken(read(), now), now);
-        return verdict();
+        return verdict;
     }
 
     /** One look while {@code file} is held: reads and beats when due, else answers from what it knows. */
@@ -154,7 +156,7 @@ public final class LockReach {
         if (!now.isBefore(nextLook)) {
             apply(proof.step(reach, read(), now), now);
         }
-        return verdict();
+        return verdict;
     }
 
     /**
@@ -180,7 +182,7 @@ public final class LockReach {
         }
     }
 
-    public Verdict verdict() {
+    private Verdict verdictOf(ReachProof.Reach reach) {
         return switch (reach) {
             case ReachProof.Reach.Proven proven when proven.overlapSeen().isPresent() -> new Verdict.Proven(true,
                     lock + " is also locked by another pod, through a mount whose locks do not reach this one: its"
@@ -193,7 +195,6 @@ public final class LockReach {
             case ReachProof.Reach.Shared shared -> new Verdict.Shared("the locks do not reach across pods: " + lock
                     + " is held here and by another pod at once (its heartbeat in " + heartbeatPath() + " advances). That"
                     + " holder came first and serves; this warden stands by while it beats. " + fix());
-            case null -> throw new IllegalStateException("no lock taken");
         };
     }
 
@@ -225,7 +226,10 @@ public final class LockReach {
         reach = !wrote && step.reach() instanceof ReachProof.Reach.Proven next && before instanceof ReachProof.Reach.Proven last
                 ? new ReachProof.Reach.Proven(last.mine(), last.wroteAt(), next.overlapSeen()) : step.reach();
         nextLook = proof.nextLook(now);
-        Verdict verdict = verdict();
+        if (before != null && reach.equals(before)) {
+            return;
+        }
+        verdict = verdictOf(reach);
         shared = verdict instanceof Verdict.Shared || verdict instanceof Verdict.Proven proven && proven.overlapped();
         if (before == null || !kind(before).equals(kind(reach))) {
             switch (verdict) {
@@ -262,10 +266,7 @@ public final class LockReach {
             return Optional.of(record.orElse(Heartbeat.UNREADABLE));
         } catch (IOException | RuntimeException e) {
             String problem = "Cannot read " + heartbeatPath() + " (" + e.getMessage() + ")";
-            if (!problem.equals(lastReadProblem)) {
-                LOG.warn(problem);
-                lastReadProblem = problem;
-            }
+            lastReadProblem = warnOnce(problem, lastReadProblem);
             return Optional.of(Heartbeat.UNREADABLE);
         }
     }
@@ -279,11 +280,16 @@ public final class LockReach {
         } catch (IOException | RuntimeException e) {
             String problem = "Cannot write " + heartbeatPath() + " (" + e.getMessage() + "): a pod whose lock on this volume"
                     + " does not reach this one will not see that this warden holds it. Make the data dir writable";
-            if (!problem.equals(lastWriteProblem)) {
-                LOG.warn(problem);
-                lastWriteProblem = problem;
-            }
+            lastWriteProblem = warnOnce(problem, lastWriteProblem);
             return false;
         }
+    }
+
+    /** Logs {@code problem} unless it is the one logged last; returns it, to be the last. */
+    private static String warnOnce(String problem, String last) {
+        if (!problem.equals(last)) {
+            LOG.warn(problem);
+        }
+        return problem;
     }
 }

@@ -119,10 +119,8 @@ public class SyncMark {
                 throw new Unlockable(file + " is " + type + ", not a database. Remove it; lilbee creates it again.",
                         type + ", not a database", OptionalInt.empty(), false, null);
             }
-        } catch (Posix.ErrnoException e) {
-            throw Unlockable.of(file, e);
         } catch (IOException e) {
-            throw new Unlockable(file + " cannot be opened (" + reason(e) + ")", reason(e), OptionalInt.empty(), false, e);
+            throw Unlockable.of(file, e);
         }
     }
 
