@@ -15,6 +15,7 @@ import dev.warden.testing.LilbeeServe;
 import dev.warden.testing.RealLlamaServer;
 import dev.warden.testing.RealLlamaSwap;
 import dev.warden.testing.WardenProcess;
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -64,8 +65,8 @@ class LilbeeEngineInteropIT {
             warden.awaitJson("/api/v1/status", "/reaper/watching", JsonNode::asBoolean);
             lilbee.awaitServing();
             Path data = dir.resolve("lilbee/data");
-            Await.until("lilbee wrote its port and its clients' token",
-                    () -> Files.exists(data.resolve("server.json")) && Files.exists(data.resolve("server.port")));
+            // lilbee creates each file before it writes it: wait for what can be read, not for the name.
+            Await.until("lilbee wrote its port and its clients' token", () -> written(data));
 
             HttpResponse<String> chat = chat(data, model);
             assertEquals(200, chat.statusCode(), chat.body() + "\n" + lilbee.log());
@@ -100,6 +101,15 @@ class LilbeeEngineInteropIT {
         all.stream().filter(p -> p.isLlamaSwap() && String.join(" ", p.argv()).contains(dir.toString()))
                 .forEach(swap -> all.stream().filter(p -> p.sid() == swap.pid())
                         .forEach(p -> ProcessHandle.of(p.pid()).ifPresent(ProcessHandle::destroyForcibly)));
+    }
+
+    private static boolean written(Path dataDir) {
+        try {
+            return Files.readString(dataDir.resolve("server.port")).trim().matches("[0-9]+")
+                    && !JSON.readTree(Files.readString(dataDir.resolve("server.json"))).path("token").asText().isEmpty();
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     /** A chat completion through lilbee's OpenAI-compatible API, with the token lilbee wrote for its clients. */
