@@ -235,6 +235,26 @@ class GateMutationTest {
         finds(EnumSet.of(Sim.Mutation.NODES_FROZEN_PAST_THE_MARGIN), GateDecision::new, "two lilbees", Sim.Focus.NODE_LOCAL_FILES);
     }
 
+    /**
+     * issue 50, recovery: an elected pod that cannot serve (its lilbee's container crash-looping, its supervisor gone)
+     * never hands the gate over, while a standby could serve. Undone: the handover after handoverAfter.
+     */
+    @Test
+    void anElectedPodThatNeverHandsOver() {
+        finds(Sim.none(), timings -> new GateDecision(new GateTimings(timings.settle(), timings.permit(), timings.grace(),
+                timings.stallBound(), java.time.Duration.ofDays(1), timings.lease())), "no pod serves");
+    }
+
+    /**
+     * issue 50: clocks that run apart. A node whose clock runs slow keeps its lilbee past its permit by the simulation's
+     * time, while one whose clock runs fast ends its wait early: 40 % apart, every margin is gone (docs/modes.md: the
+     * timings tolerate about a tenth of that).
+     */
+    @Test
+    void clocksSkewedPastTheMargin() {
+        finds(EnumSet.of(Sim.Mutation.CLOCKS_SKEWED_PAST_THE_MARGIN), GateDecision::new, "two lilbees", Sim.Focus.LEASE);
+    }
+
     private static void finds(Set<Sim.Mutation> mutations, Function<GateTimings, GateDecision> decisions, String what) {
         finds(mutations, decisions, LilbeeSwitch::open, what, Sim.Focus.DRAWN);
     }

@@ -39,16 +39,23 @@ class GateSimulationTest {
         long steps = 0;
         long seed = Long.getLong("warden.sim.first-seed", 1);
         int runs = 0;
+        long longestUnserved = 0;
+        long longestSeed = 0;
         while (steps < STEPS) {
             Sim.Outcome outcome = Sim.run(seed, Long.MAX_VALUE, 300, Sim.none(), GateDecision::new);
             steps += outcome.steps();
+            if (outcome.longestUnserved() > longestUnserved) {
+                longestUnserved = outcome.longestUnserved();
+                longestSeed = seed;
+            }
             runs++;
             if (outcome.violation().isPresent()) {
                 fail(outcome.violation().get().report());
             }
             seed++;
         }
-        System.out.printf(Locale.ROOT, "SIMULATION %d runs (seeds %d to %d), %,d steps, no violation, %.1f s%n", runs,
-                seed - runs, seed - 1, steps, (System.nanoTime() - began) / 1e9);
+        System.out.printf(Locale.ROOT, "SIMULATION %d runs (seeds %d to %d), %,d steps, no violation, %.1f s; the longest"
+                + " unserved with a pod able to serve: %.1f s (seed %d)%n", runs, seed - runs, seed - 1, steps,
+                (System.nanoTime() - began) / 1e9, longestUnserved / 1e9, longestSeed);
     }
 }

@@ -120,6 +120,8 @@ final class Kernel {
         final boolean dumpable;
         boolean alive = true;
         boolean stopped;
+        /** A neighbour's process (lilbee's container's, or another container's), not warden, a supervisor or a lilbee. */
+        boolean neighbour;
         private final TreeMap<Integer, Object> fds = new TreeMap<>();
         final List<Runnable> onDeath = new ArrayList<>();
 
@@ -342,6 +344,11 @@ final class Kernel {
         Proc proc = new Proc(nextPid++, ++ticks, node, name, pod, container, parent, dumpable);
         procs.put(proc.pid, proc);
         return proc;
+    }
+
+    /** Whether a neighbour's process holds a lock through any of its descriptors. */
+    boolean aNeighbourLocks() {
+        return procs.values().stream().anyMatch(p -> p.alive && p.neighbour && !p.lockedOfds().isEmpty());
     }
 
     Optional<Proc> proc(long pid) {

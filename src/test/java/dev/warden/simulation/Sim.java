@@ -46,6 +46,11 @@ public final class Sim {
             java.nio.file.Path.of(Kernel.DATA), java.nio.file.Path.of(Kernel.DATA, "lancedb"), Optional.empty(), "the simulation");
     /** How long the end of the quiet must serve steadily. */
     private static final long STEADY = 100 * SECOND;
+    /**
+     * The most a node's clock runs fast or slow (1 %: twenty times what NTP bounds a disciplined clock to): docs/modes.md
+     * says what it costs the pause tolerance.
+     */
+    static final double MAX_SKEW = 0.01;
 
     /** A fix undone, to show that the simulation finds what it keeps out. */
     public enum Mutation {
@@ -89,7 +94,9 @@ public final class Sim {
         /** The first of two gate lock holders keeps serving after a pause past the window, while the other took over. */
         THE_FIRST_HOLDER_KEEPS_SERVING_AFTER_A_PAUSE,
         /** A node frozen longer than the margin its election leaves (docs/modes.md says how long): no longer a fix. */
-        NODES_FROZEN_PAST_THE_MARGIN;
+        NODES_FROZEN_PAST_THE_MARGIN,
+        /** Clocks that run 40 % apart, where the timings tolerate a skew of about a tenth of that (docs/modes.md). */
+        CLOCKS_SKEWED_PAST_THE_MARGIN;
 
     }
 
@@ -108,7 +115,7 @@ public final class Sim {
      */
     record Config(boolean lease, int pods, int nodes, long chaosNanos, long quietNanos, long meanFaultNanos,
             boolean switchWritable, GateTimings timings, Set<Mutation> mutations, Function<GateTimings, GateDecision> decisions,
-            Switches switches) {
+            Switches switches, double skew) {
 
         /** A run drawn from the seed: file or lease election, two or three pods, one to two minutes of chaos. */
         static Config drawn(Random random, Set<Mutation> mutations, Function<GateTimings, GateDecision> decisions,
@@ -129,8 +136,12 @@ public final class Sim {
             // where the gate lock's heartbeat alone keeps the second pod out. Drawn last, so that every other draw of a
             // seed is what it was before volumes of this kind were simulated.
             int nodes = lease ? pods : random.nextInt(3) == 0 || focus == Focus.NODE_LOCAL_FILES ? 2 : 1;
+            // Each node's clock runs at its own rate, within the skew (drawn last again): none, NTP's worst (500 ppm), or
+            // twenty times that.
+            double[] skews = {0, 0.0005, MAX_SKEW};
+            double skew = mutations.contains(Mutation.CLOCKS_SKEWED_PAST_THE_MARGIN) ? 0.4 : skews[random.nextInt(skews.length)];
             return new Config(lease, pods, nodes, chaos, 400 * SECOND, meanFault, switchWritable, timings, mutations,
-                    decisions, switches);
+                    decisions, switches, skew);
         }
     }
 
@@ -148,7 +159,11 @@ public final class Sim {
         }
     }
 
-    public record Outcome(long steps, Optional<Violation> violation, List<String> trace) {
+    /**
+     * @param longestUnserved the longest the quiet went with a pod able to serve and none serving (the liveness bound's
+     *     measure)
+     */
+    public record Outcome(long steps, Optional<Violation> violation, List<String> trace, long longestUnserved) {
     }
 
     private record Event(long at, long seq, Kernel.Proc owner, String what, Runnable action) {
@@ -172,11 +187,16 @@ public final class Sim {
     private final long startedAt = now;
     /** The wall clock's offset from the monotonic clock, per node: the hostile makes it jump. */
     private final long[] wallOffset;
+    /** Each node's clock rate against the simulation's time: within 1 ± the run's skew, on dice of their own. */
+    private final double[] rate;
     private long seq;
     private long steps;
     private long podsCreated;
     boolean chaos = true;
     private Violation violation;
+    /** Since when, in the quiet, a pod could serve and none does; -1 while one serves or none could. */
+    private long unservedSince = -1;
+    private long longestUnserved;
 
     Sim(long seed, Config config, int traceLength) {
         this.seed = seed;
@@ -184,6 +204,13 @@ public final class Sim {
         this.config = config;
         this.traceLength = traceLength;
         this.wallOffset = new long[config.nodes()];
+        this.rate = new double[config.nodes()];
+        Random rates = new Random(new java.util.SplittableRandom(seed * 131 + 7).nextLong());
+        for (int node = 0; node < rate.length; node++) {
+            // Two nodes at the skew's two ends as often as not: the worst the bound allows.
+            double drawn = rates.nextBoolean() ? (node % 2 == 0 ? -1 : 1) : 2 * rates.nextDouble() - 1;
+            rate[node] = 1 + config.skew() * drawn;
+        }
         this.api = config.lease() ? Optional.of(new SimApiServer(this, config.timings().lease().orElseThrow().duration())) : Optional.empty();
     }
 
@@ -240,7 +267,8 @@ public final class Sim {
                 + " node(s), " + seconds(config.chaosNanos()) + " of chaos, " + (config.meanFaultNanos() == 0
                         ? "the adversary's faults alone" : "a neighbour's fault every " + seconds(config.meanFaultNanos())
                         + " on average") + ", the switch directory " + (config.switchWritable() ? "writable" : "read-only")
-                + " in lilbee's container" + (config.mutations().isEmpty() ? "" : ", mutated: " + config.mutations()));
+                + " in lilbee's container, clocks within " + config.skew() * 100 + " % of each other's rate"
+                + (config.mutations().isEmpty() ? "" : ", mutated: " + config.mutations()));
         for (int i = 0; i < config.pods(); i++) {
             newPod(i % config.nodes());
         }
@@ -272,7 +300,7 @@ public final class Sim {
         if (violation == null && steps < maxSteps) {
             ready();
         }
-        return new Outcome(steps, Optional.ofNullable(violation), List.copyOf(trace));
+        return new Outcome(steps, Optional.ofNullable(violation), List.copyOf(trace), longestUnserved);
     }
 
     SimPod newPod(int node) {
@@ -290,6 +318,48 @@ public final class Sim {
             pod.hostile.undo();
         }
         api.ifPresent(SimApiServer::heal);
+        served();
+    }
+
+    /**
+     * Liveness, through the quiet, ten times a second: once a pod could serve (its warden up, its supervisor believing
+     * it) and no neighbour holds a lock, one does within {@link #recoveryBound}.
+     */
+    private void served() {
+        boolean serving = pods.stream().anyMatch(SimPod::serving);
+        // A lock anyone who can read the file may take: while a neighbour holds one, nothing can be promised.
+        if (serving || pods.stream().noneMatch(SimPod::ready) || kernel.aNeighbourLocks()) {
+            if (unservedSince >= 0) {
+                log(null, (serving ? "served again " : "no pod could serve, or a neighbour locks, ") + seconds(now - unservedSince)
+                        + " after one could");
+            }
+            unservedSince = -1;
+        } else if (unservedSince < 0) {
+            unservedSince = now;
+            log(null, "unserved, while a pod could serve");
+        } else {
+            longestUnserved = Math.max(longestUnserved, now - unservedSince);
+            if (now - unservedSince > recoveryBound(config.timings())) {
+                fail("no pod serves " + seconds(now - unservedSince) + " after one could (the bound: "
+                        + seconds(recoveryBound(config.timings())) + "): " + pods.stream().map(SimPod::describe).toList());
+                return;
+            }
+        }
+        at(100 * MS, null, "served?", this::served);
+    }
+
+    /**
+     * How soon, once faults stop, a pod could serve and no neighbour holds a lock, one must, the worst delays one after
+     * another: a lilbee of the elected pod holding a server.lock no longer at the path (renamed under it) is stopped
+     * only once a start would be over ({@link GateTimings#LILBEE_START_BOUND}); a lilbee outlives its warden by its
+     * permit and overrun; an elected pod that cannot serve hands over after handoverAfter; the next waits out what its
+     * election asks (the settle of a gate file new to it, then the Lease's duration); then its lilbee starts (here
+     * within 4 s, a supervisor's reconnection and a few rounds with it: 5 s).
+     */
+    static long recoveryBound(GateTimings timings) {
+        return GateTimings.LILBEE_START_BOUND.plus(timings.permit()).plus(timings.overrun()).plus(timings.handoverAfter())
+                .plus(timings.settle()).plus(timings.lease().map(GateTimings.Lease::duration).orElse(java.time.Duration.ZERO))
+                .plusSeconds(5).toNanos();
     }
 
     /**
@@ -337,9 +407,18 @@ public final class Sim {
         }
     }
 
-    /** Schedules {@code action} in {@code delay}; an owner's events wait while it is stopped and end with it. */
+    /**
+     * Schedules {@code action} in {@code delay}: by its owner's node's clock, or the simulation's where it has none. An
+     * owner's events wait while it is stopped and end with it.
+     */
     void at(long delay, Kernel.Proc owner, String what, Runnable action) {
-        queue.add(new Event(now + Math.max(0, delay), seq++, owner, what, action));
+        long real = owner == null ? delay : (long) Math.ceil(Math.max(0, delay) / rate[owner.node]);
+        queue.add(new Event(now + Math.max(0, real), seq++, owner, what, action));
+    }
+
+    /** Schedules {@code action} in {@code delay} by node {@code node}'s clock (its kubelet's timers). */
+    void atOn(int node, long delay, String what, Runnable action) {
+        queue.add(new Event(now + (long) Math.ceil(Math.max(0, delay) / rate[node]), seq++, null, what, action));
     }
 
     /** SIGSTOP: the process runs nothing until SIGCONT. */
@@ -380,16 +459,21 @@ public final class Sim {
         }
     }
 
-    Moment moment() {
-        return new Moment(now);
-    }
-
     long now() {
         return now;
     }
 
+    /** Node {@code node}'s monotonic clock: its processes' time, which runs at the node's rate. */
+    long clock(int node) {
+        return startedAt + (long) ((now - startedAt) * rate[node]);
+    }
+
+    Moment moment(int node) {
+        return new Moment(clock(node));
+    }
+
     Instant wall(int node) {
-        return Instant.ofEpochSecond(0, now + wallOffset[node]);
+        return Instant.ofEpochSecond(0, clock(node) + wallOffset[node]);
     }
 
     void jumpWall(int node, long by) {

@@ -67,7 +67,17 @@ final class SimAdversary {
      * settle has ended when it thaws).
      */
     static long frozenMargin(Sim.Config config) {
-        return config.timings().pauseTolerance().toNanos() - 500 * Sim.MS;
+        return config.timings().pauseTolerance().toNanos() - 500 * Sim.MS - skewAllowance(config);
+    }
+
+    /**
+     * What the clocks' skew takes of the pause tolerance: a wait on one node (the settle, the Lease's duration) against a
+     * permit and its overrun on another, each off by the skew the other way (docs/modes.md).
+     */
+    static long skewAllowance(Sim.Config config) {
+        var timings = config.timings();
+        long longest = Math.max(timings.settle().toNanos(), timings.lease().map(l -> l.duration().toNanos()).orElse(0L));
+        return (long) Math.ceil(2 * Math.min(config.skew(), Sim.MAX_SKEW) * longest);
     }
 
     private long between(long from, long to) {

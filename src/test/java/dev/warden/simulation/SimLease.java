@@ -49,11 +49,11 @@ final class SimLease {
 
             @Override
             public Instant instant() {
-                return Instant.EPOCH.plusNanos(sim.now());
+                return Instant.EPOCH.plusNanos(sim.clock(warden.proc.node));
             }
         };
         this.election = new LeaseElection(new LeaseElection.Settings("gate", Optional.empty(), identity, timings.duration(),
-                timings.renewDeadline(), timings.retryPeriod()), sim::moment, wall, sim.random::nextDouble);
+                timings.renewDeadline(), timings.retryPeriod()), () -> sim.moment(warden.proc.node), wall, sim.random::nextDouble);
     }
 
     void start() {
@@ -79,11 +79,11 @@ final class SimLease {
         if (!warden.proc.alive || awaiting || done) {
             return;
         }
-        switch (loop.next(sim.moment())) {
+        switch (loop.next(sim.moment(warden.proc.node))) {
             case LeaseLoop.Next.Done ended -> done = true;
             case LeaseLoop.Next.Wait wait -> {
                 long turn = ++turns;
-                sim.at(Math.max(0, wait.until().nanos() - sim.now()), warden.proc, "Lease loop", () -> turnIf(turn));
+                sim.at(Math.max(0, wait.until().nanos() - sim.clock(warden.proc.node)), warden.proc, "Lease loop", () -> turnIf(turn));
             }
             case LeaseLoop.Next.Ask ask -> {
                 long request = ++requests;
@@ -102,7 +102,7 @@ final class SimLease {
         }
         awaiting = false;
         boolean leading = loop.state().leading();
-        loop.answered(answer, sim.moment());
+        loop.answered(answer, sim.moment(warden.proc.node));
         if (loop.state().leading() != leading) {
             sim.log(warden.proc, leading ? "steps down from the Lease" : "holds the Lease");
         }

@@ -61,7 +61,7 @@ final class SimLilbee {
     /** Runs lilbee's command in this process (holding a descriptor of {@code gate}, if one is given). */
     void go(Kernel.Ofd gate) {
         going = true;
-        launched = sim.now();
+        launched = sim.clock(proc.node);
         if (gate != null) {
             proc.take(gate);
         }
@@ -71,12 +71,12 @@ final class SimLilbee {
     }
 
     private void serve() {
-        firstTry = sim.now();
+        firstTry = sim.clock(proc.node);
         take();
     }
 
     private void take() {
-        if (sim.now() - firstTry > PATIENCE) {
+        if (sim.clock(proc.node) - firstTry > PATIENCE) {
             code = 3;
             sim.die(proc, "exits 3: server.lock held elsewhere for 15 s");
             return;

@@ -30,7 +30,9 @@ final class SimNeighbour {
      */
     private Kernel.Proc spawn(String what) {
         Kernel.Proc parent = pod.supervisor != null && pod.supervisor.proc.alive && sim.chance(0.5) ? pod.supervisor.proc : null;
-        return sim.kernel.spawn(pod.node, pod.name + "/" + what, pod.name, "lilbee", parent, true);
+        Kernel.Proc proc = sim.kernel.spawn(pod.node, pod.name + "/" + what, pod.name, "lilbee", parent, true);
+        proc.neighbour = true;
+        return proc;
     }
 
     /** Keeps {@code ofd}, a descriptor it was given or took, and most often unlocks it: the lock ends for every holder. */
@@ -52,7 +54,7 @@ final class SimNeighbour {
         Kernel.Proc proc = spawn("speaker");
         sim.log(proc, "speaks on the switch as a supervisor would" + (flapping ? ", asking warden to step down again and again" : ""));
         sim.at(lasting, proc, "the speaker ends", () -> sim.die(proc, "ends"));
-        tryToConnect(proc, sim.now() + 2 * Sim.SECOND, flapping);
+        tryToConnect(proc, sim.clock(pod.node) + 2 * Sim.SECOND, flapping);
     }
 
     private void tryToConnect(Kernel.Proc proc, long until, boolean flapping) {
@@ -60,7 +62,7 @@ final class SimNeighbour {
         try {
             connection = sim.kernel.connect(proc, sim.kernel.dir(proc, Kernel.SWITCH_DIR).orElseThrow(), "switch.sock");
         } catch (Posix.ErrnoException e) {
-            if (sim.now() < until) {
+            if (sim.clock(pod.node) < until) {
                 sim.at(50 * Sim.MS, proc, "the speaker tries again", () -> tryToConnect(proc, until, flapping));
             }
             return;
@@ -105,7 +107,7 @@ final class SimNeighbour {
                 if (!asWarden && words[0].equals("stop") && words.length >= 2) {
                     say(proc, connection, "stopped " + words[1]);
                 } else if (asWarden && words[0].equals("hello")) {
-                    say(proc, connection, "hello 1 " + sim.now());
+                    say(proc, connection, "hello 1 " + sim.clock(pod.node));
                 }
             }
         }
@@ -143,7 +145,7 @@ final class SimNeighbour {
             proc.install(accepted);
             served.add(accepted);
         }
-        long until = sim.now() + 5 * Sim.SECOND;
+        long until = sim.clock(pod.node) + 5 * Sim.SECOND;
         for (Kernel.Endpoint connection : served) {
             read(proc, connection, true);
             try {

@@ -156,12 +156,12 @@ final class SimPod {
                 wardenFailures = 0;
                 sim.log(probed.proc, "fails its liveness probe three times: restarted");
                 probed.terminate();
-                sim.at(5 * Sim.SECOND, null, name + " warden's grace ends", () -> sim.die(probed.proc, "SIGKILL (grace over)"));
+                sim.atOn(node, 5 * Sim.SECOND, name + " warden's grace ends", () -> sim.die(probed.proc, "SIGKILL (grace over)"));
             }
         } else {
             wardenFailures = 0;
         }
-        sim.at(10 * Sim.SECOND, null, name + " warden liveness", this::wardenLiveness);
+        sim.atOn(node, 10 * Sim.SECOND, name + " warden liveness", this::wardenLiveness);
     }
 
     /**
@@ -173,20 +173,20 @@ final class SimPod {
             return;
         }
         SimSupervisor probed = supervisor;
-        if (probed != null && sim.now() - probed.startedAt < SimSupervisor.START_AFTER) {
+        if (probed != null && sim.clock(node) - probed.startedAt < SimSupervisor.START_AFTER) {
             supervisorFailures = 0;
         } else if (probed != null && probed.proc.alive && probed.proc.stopped && !(probed.squatterAnswers && hostile.squatting)) {
             if (++supervisorFailures >= 2) {
                 supervisorFailures = 0;
                 sim.log(probed.proc, "fails its liveness probe twice: lilbee's container is restarted");
                 probed.terminate();
-                sim.at(Sim.SECOND + Sim.SECOND, null, name + " lilbee container's grace ends",
+                sim.atOn(node, Sim.SECOND + Sim.SECOND, name + " lilbee container's grace ends",
                         () -> sim.die(probed.proc, "SIGKILL (grace over)"));
             }
         } else {
             supervisorFailures = 0;
         }
-        sim.at(Sim.SECOND, null, name + " supervisor liveness", this::supervisorLiveness);
+        sim.atOn(node, Sim.SECOND, name + " supervisor liveness", this::supervisorLiveness);
     }
 
     /** True when its node is frozen: {@code kubeletAction} runs again once it thaws. */
@@ -451,6 +451,7 @@ final class SimPod {
         private void forgeARelease() {
             String file = Sim.GATE + LockReach.SUFFIX;
             Kernel.Proc forger = sim.kernel.spawn(node, name + "/forger", name, "lilbee", null, true);
+            forger.neighbour = true;
             Heartbeat forged = sim.kernel.at(file).flatMap(inode -> Heartbeat.parse(inode.content))
                     .map(h -> new Heartbeat(h.holder(), h.pod(), h.domain(), h.generation(), h.beat() + 1, true))
                     .orElse(new Heartbeat("forger:1", "forger", "node-" + node + ":0", 0, 0, true));
@@ -470,6 +471,7 @@ final class SimPod {
         /** A process of the pod that takes an exclusive flock on the file (and deletes it, if {@code thenDelete}). */
         void decoy(String file, boolean thenDelete, long holding) {
             Kernel.Proc decoy = sim.kernel.spawn(node, name + "/decoy", name, "lilbee", null, true);
+            decoy.neighbour = true;
             decoys.add(decoy);
             sim.kernel.open(decoy, file, true).ifPresent(ofd -> {
                 boolean locked = sim.kernel.tryExclusive(ofd);

@@ -71,7 +71,7 @@ final class SimSupervisor {
         this.pod = pod;
         this.proc = sim.kernel.spawn(pod.node, pod.name + "/supervisor", pod.name, "lilbee", null,
                 sim.mutated(Sim.Mutation.SUPERVISOR_DUMPABLE));
-        this.startedAt = sim.now();
+        this.startedAt = sim.clock(pod.node);
         // Counted from its container's start, not from its own (later): a lilbee of it may start a little earlier
         // here than there, never later than the probe watches.
         this.rules = SupervisorRules.chart(VALIDITY, GRACE, startedAt + START_AFTER);
@@ -152,12 +152,12 @@ final class SimSupervisor {
     private void connect() {
         if (warden == null && sim.mutated(Sim.Mutation.SUPERVISOR_BELIEVES_THE_PORT) && pod.hostile.squatting) {
             // As the supervisor that polled warden's port did: a squatter's answer there says lilbee may start.
-            apply("start", sim.now() + VALIDITY);
+            apply("start", sim.clock(pod.node) + VALIDITY);
         }
-        if (warden != null || sim.now() < nextTry) {
+        if (warden != null || sim.clock(pod.node) < nextTry) {
             return;
         }
-        nextTry = sim.now() + RECONNECT;
+        nextTry = sim.clock(pod.node) + RECONNECT;
         Kernel.Endpoint connection;
         try {
             connection = sim.kernel.connect(proc, sim.kernel.dir(proc, Kernel.SWITCH_DIR).orElseThrow(), "switch.sock");
@@ -180,7 +180,7 @@ final class SimSupervisor {
         trusted = false;
         gateGiven = false;
         distrusted = false;
-        helloAt = sim.now();
+        helloAt = sim.clock(pod.node);
         in.setLength(0);
         lastReport = "";
         // A stop is answered to the warden that said it: another numbers its stops its own way.
@@ -218,9 +218,9 @@ final class SimSupervisor {
     }
 
     private void hello() {
-        if (warden != null && !trusted && sim.now() >= helloAt) {
+        if (warden != null && !trusted && sim.clock(pod.node) >= helloAt) {
             send("hello 1 " + proc.pid, null);
-            helloAt = sim.now() + HELLO_AGAIN;
+            helloAt = sim.clock(pod.node) + HELLO_AGAIN;
         }
     }
 
@@ -274,7 +274,7 @@ final class SimSupervisor {
         String[] words = line.split(" ");
         try {
             if (words[0].equals("hello") && words.length == 3 && !trusted) {
-                long lag = sim.now() - Long.parseLong(words[2]);
+                long lag = sim.clock(pod.node) - Long.parseLong(words[2]);
                 if (lag >= -CLOCK_SKEW / 100 && lag <= CLOCK_SKEW && !distrusted) {
                     trusted = true;
                     believed = wardenProc;
@@ -319,7 +319,7 @@ final class SimSupervisor {
     }
 
     private void apply(String event, long arg) {
-        for (SupervisorRules.Action action : rules.step(sim.now(), event, arg)) {
+        for (SupervisorRules.Action action : rules.step(sim.clock(pod.node), event, arg)) {
             switch (action.kind()) {
                 case "start" -> startLilbee();
                 case "term" -> lilbee().ifPresent(SimLilbee::terminate);
@@ -345,7 +345,7 @@ final class SimSupervisor {
     }
 
     private void prepare() {
-        if (prepared == null && lilbee == null && rules.terminating == null && sim.now() >= prepareAgainAt) {
+        if (prepared == null && lilbee == null && rules.terminating == null && sim.clock(pod.node) >= prepareAgainAt) {
             prepared = SimLilbee.prepared(sim, this);
         }
     }
@@ -369,7 +369,7 @@ final class SimSupervisor {
             exited = code;
         } else if (gone == prepared) {
             prepared = null;
-            prepareAgainAt = sim.now() + PREPARE_AGAIN_AFTER;
+            prepareAgainAt = sim.clock(pod.node) + PREPARE_AGAIN_AFTER;
         }
     }
 
@@ -392,11 +392,11 @@ final class SimSupervisor {
         String held = holding == null ? "gate none" : "gate " + holding.device() + " " + holding.inode();
         String warm = prepared().map(p -> "warm " + p.proc.pid).orElse("warm none");
         String line = held + "\n" + running + "\npermit " + permit + "\n" + warm;
-        if (warden == null || !trusted || line.equals(lastReport) && sim.now() - reportedAt < REPORT) {
+        if (warden == null || !trusted || line.equals(lastReport) && sim.clock(pod.node) - reportedAt < REPORT) {
             return;
         }
         lastReport = line;
-        reportedAt = sim.now();
+        reportedAt = sim.clock(pod.node);
         // The gate lock's open file goes back with the first report to a warden believed that does not hold it.
         Kernel.Ofd giveBack = gateGiven ? null : gate;
         gateGiven = true;

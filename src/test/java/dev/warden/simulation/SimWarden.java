@@ -79,11 +79,11 @@ final class SimWarden {
                 return;
             }
             world = new PodGate(posix, locker, Sim.PATHS, lilbeeSwitch, new GateLock(locker, procs, Sim.PATHS.gateLock(),
-                    Duration.ofSeconds(1), heartbeat(posix)), new LilbeeProof(procs, sim::moment), sim::moment, () -> lease.map(l -> l.election).orElse(null),
+                    Duration.ofSeconds(1), heartbeat(posix)), new LilbeeProof(procs, () -> sim.moment(pod.node)), () -> sim.moment(pod.node), () -> lease.map(l -> l.election).orElse(null),
                     stepDowns(), remembered());
             rounding = sim.mutated(Sim.Mutation.ANY_LOCK_PROVES_LILBEE) || sim.mutated(Sim.Mutation.DECOY_ON_A_REPLACED_FILE_PROVES_LILBEE)
                     ? new DecoyTakenForLilbee(world) : world;
-            phase = GatePhase.begin(world.gateAtPath(), sim.moment(), remembered().permit());
+            phase = GatePhase.begin(world.gateAtPath(), sim.moment(pod.node), remembered().permit());
             sim.log(proc, "listening on its switch socket");
             lease.ifPresent(SimLease::start);
             round(++roundNumber);
@@ -102,7 +102,7 @@ final class SimWarden {
         Duration outlives = sim.mutated(Sim.Mutation.HEARTBEAT_WINDOW_WITHOUT_THE_PERMIT) ? Duration.ZERO
                 : remembered().permit().plus(remembered().overrun());
         return Optional.of(new LockReach(posix, Sim.PATHS.gateLock(), "node-" + pod.node,
-                domain -> new MutatedProof(holder, pod.name, domain, outlives), sim::moment));
+                domain -> new MutatedProof(holder, pod.name, domain, outlives), () -> sim.moment(pod.node)));
     }
 
     /** The heartbeat's decision, with the rule a mutation undoes, if any. */
@@ -214,28 +214,28 @@ final class SimWarden {
             }
             stopping = true;
             world.stop();
-            awaitStopDone(sim.now() + LEASE_RELEASE_WAIT);
+            awaitStopDone(sim.clock(pod.node) + LEASE_RELEASE_WAIT);
         });
     }
 
     private void awaitStopDone(long deadline) {
         LilbeeSwitch lilbeeSwitch = world.lilbeeSwitch();
-        lilbeeSwitch.poll(sim.moment());
-        boolean done = world.supervisorStopDone() || rounds.decision().mayLetTheLeaseGo(phase, sim.moment());
-        if (lease.isPresent() && !done && sim.now() < deadline) {
-            lilbeeSwitch.say(new Word.Stop("warden stops"), sim.moment(), java.util.OptionalInt.empty());
+        lilbeeSwitch.poll(sim.moment(pod.node));
+        boolean done = world.supervisorStopDone() || rounds.decision().mayLetTheLeaseGo(phase, sim.moment(pod.node));
+        if (lease.isPresent() && !done && sim.clock(pod.node) < deadline) {
+            lilbeeSwitch.say(new Word.Stop("warden stops"), sim.moment(pod.node), java.util.OptionalInt.empty());
             sim.at(20 * Sim.MS, proc, "waiting for the stop", () -> awaitStopDone(deadline));
             return;
         }
         lease.ifPresent(l -> l.election.close(done));
         lilbeeSwitch.close();
         // As the keeper joins the Lease's thread: its release sent and answered, or two retry periods and a second.
-        exitOnceTheLeaseIsDone(sim.now() + 2 * sim.config.timings().lease().map(l -> l.retryPeriod().toNanos()).orElse(0L)
+        exitOnceTheLeaseIsDone(sim.clock(pod.node) + 2 * sim.config.timings().lease().map(l -> l.retryPeriod().toNanos()).orElse(0L)
                 + Sim.SECOND);
     }
 
     private void exitOnceTheLeaseIsDone(long deadline) {
-        if (lease.isPresent() && !lease.get().done() && sim.now() < deadline) {
+        if (lease.isPresent() && !lease.get().done() && sim.clock(pod.node) < deadline) {
             sim.at(20 * Sim.MS, proc, "waiting for the Lease's loop to end", () -> exitOnceTheLeaseIsDone(deadline));
             return;
         }
@@ -245,7 +245,7 @@ final class SimWarden {
     /** Asked to step down by an operator (its API or CLI): taken at the next round. */
     void askStepDown() {
         if (proc.alive) {
-            stepDownAsked = sim.moment();
+            stepDownAsked = sim.moment(pod.node);
         }
     }
 
@@ -271,7 +271,7 @@ final class SimWarden {
                 return sim.mutated(Sim.Mutation.ANY_LOCK_PROVES_LILBEE) && onThePath
                         || sim.mutated(Sim.Mutation.DECOY_ON_A_REPLACED_FILE_PROVES_LILBEE) && !onThePath;
             }).findFirst();
-            return decoy.map(p -> new Reported(p.pid, p.startTicks, sim.moment().minus(Duration.ofHours(1))))
+            return decoy.map(p -> new Reported(p.pid, p.startTicks, sim.moment(pod.node).minus(Duration.ofHours(1))))
                     .or(world::reportedLilbee);
         }
 
