@@ -6,6 +6,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -104,7 +107,6 @@ public final class GatePod implements AutoCloseable {
         return start(name, env, kubelet, Optional.empty(), List.of());
     }
 
-    /** Pods need PID and network namespaces of their own: root, as CI has (the test says so and stops where it is not). */
     /** The one pod of {@code pods} Ready with its lilbee listening, once exactly one is (within {@code within}). */
     public static GatePod theOneServing(List<GatePod> pods, Duration within) {
         GatePod[] one = new GatePod[1];
@@ -121,6 +123,7 @@ public final class GatePod implements AutoCloseable {
         return two.get(0) == pod ? two.get(1) : two.get(0);
     }
 
+    /** Pods need PID and network namespaces of their own: root, as CI has (the test says so and stops where it is not). */
     public static void assumeRoot() {
         if (!"0".equals(dev.warden.lock.FileLocker.currentUid())) {
             String why = "pods in PID and network namespaces of their own need root (unshare, ip netns), as CI has";
@@ -216,7 +219,21 @@ public final class GatePod implements AutoCloseable {
 
     /** The status of one of warden's probes ({@code ready}, {@code started}, {@code live}), or -1 while it does not answer. */
     public int probe(String which) {
-        return killed ? -1 : LoopbackHttp.status(address(), MANAGEMENT_PORT, "/q/health/" + which, PROBE_TIMEOUT);
+        return probe(which, PROBE_TIMEOUT);
+    }
+
+    /** The same, given up after {@code timeout}. */
+    public int probe(String which, Duration timeout) {
+        return killed ? -1 : LoopbackHttp.status(address(), MANAGEMENT_PORT, "/q/health/" + which, timeout);
+    }
+
+    /**
+     * Whether this pod's lilbee answers {@code /api/health} within {@code timeout} (a stopped one accepts, but says
+     * nothing): any status below 500, as warden counts it (lilbee asks a token even there, and its 401 shows it serves).
+     */
+    public boolean lilbeeAnswers(Duration timeout) {
+        int status = killed ? -1 : LoopbackHttp.status(address(), LILBEE_PORT, "/api/health", timeout);
+        return status > 0 && status < 500;
     }
 
     /**
@@ -365,6 +382,43 @@ public final class GatePod implements AutoCloseable {
         all.addAll(List.of(command));
         return new ProcessBuilder(all).redirectErrorStream(true).redirectOutput(WardenProcess.logFile(this.name + "-" + name)
                 .toFile()).start();
+    }
+
+    /**
+     * {@code warden step-down}, as its HTTP form (the API port, with the token) asks it of this pod's warden, waiting up to
+     * 30 s for the handover: the answer's status and body, or empty while warden does not answer.
+     */
+    public Optional<String> stepDown() throws InterruptedException {
+        try {
+            HttpResponse<String> answer = LoopbackHttp.HTTP.send(HttpRequest.newBuilder(URI.create("http://" + address() + ":"
+                    + API_PORT + "/api/v1/gate/step-down?wait=30")).header("Authorization", "Bearer " + API_TOKEN)
+                    .timeout(Duration.ofSeconds(40)).POST(HttpRequest.BodyPublishers.noBody()).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            return Optional.of(answer.statusCode() + " " + answer.body());
+        } catch (IOException e) {
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * Every process of the pod, its PID 1 included, stopped for {@code length} and then continued, as when the node's VM
+     * is paused: SIGSTOP to them all at once, SIGCONT to them all at once.
+     */
+    public void freeze(Duration length) throws IOException, InterruptedException {
+        List<String> pids = unshare.descendants().map(p -> Long.toString(p.pid())).toList();
+        signal("-STOP", pids);
+        Thread.sleep(length.toMillis());
+        signal("-CONT", pids);
+    }
+
+    private static void signal(String signal, List<String> pids) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of("kill", signal, "--"));
+        command.addAll(pids);
+        Process kill = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(kill.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (kill.waitFor() != 0) {
+            throw new IOException("kill " + signal + " " + pids + " failed: " + out);
+        }
     }
 
     /** Where the pod's warden listens for its supervisor: the switch socket's path, on this machine. */
