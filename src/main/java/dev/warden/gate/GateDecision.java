@@ -37,7 +37,7 @@ import java.util.Set;
  * </ul>
  *
  * <p>Not final only so that the simulation's mutation test can undo one rule at a time and show the split brain it
- * keeps out (GateMutationTest).
+ * keeps out (GateMutationSoak).
  */
 public class GateDecision {
 
@@ -230,8 +230,7 @@ public class GateDecision {
         boolean settled = settleUntil.map(until -> !now.isBefore(until)).orElse(true);
         Optional<Moment> unservedSince = lilbee.state() == LilbeeState.SERVING || !settled ? Optional.empty()
                 : before != null && before.unservedSince().isPresent() ? before.unservedSince() : Optional.of(now);
-        if (unservedSince.isPresent() && now.since(unservedSince.get()).compareTo(timings.handoverAfter()) >= 0
-                && lilbee.state() == LilbeeState.NONE) {
+        if (unservedSince.isPresent() && handsOver(now.since(unservedSince.get())) && lilbee.state() == LilbeeState.NONE) {
             Duration unserved = now.since(unservedSince.get());
             if (seen.lease().isEmpty() || !now.isBefore(permitsBefore.plus(timings.overrun()))) {
                 return handOver(watch, seen, unserved, permitsBefore);
@@ -253,6 +252,11 @@ public class GateDecision {
         }
         Elected next = new Elected(watch, since, settleUntil, proven, unservedSince, permitsEnd);
         return new Step(next, actions, reason(before == null, word, lilbee, seen), lilbee, word);
+    }
+
+    /** Whether an elected pod that has run no lilbee for {@code unserved} lets the gate go to a standby. */
+    boolean handsOver(Duration unserved) {
+        return unserved.compareTo(timings.handoverAfter()) >= 0;
     }
 
     /**

@@ -46,7 +46,7 @@ import org.jboss.logging.Logger;
  * is let go.
  *
  * <p>Not final only so that the simulation's mutation test can undo the one-supervisor rule and the answer to a stop
- * said here (GateMutationTest).
+ * said here (GateMutationSoak).
  */
 public class LilbeeSwitch implements AutoCloseable {
 

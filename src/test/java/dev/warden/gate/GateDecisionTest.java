@@ -416,7 +416,7 @@ class GateDecisionTest {
     /**
      * In lease mode a step-down keeps the Lease until the supervisor says its stop is done (no lilbee, no permit), or
      * until no permit given can be used any more: a Lease let go sooner passes to another node while this lilbee stops
-     * (GateMutationTest's aLeaseLetGoAtOnceOnStepDown finds that split brain). Meanwhile it says stop, and does not serve.
+     * (GateMutationSoak's aLeaseLetGoAtOnceOnStepDown finds that split brain). Meanwhile it says stop, and does not serve.
      */
     @Test
     void aStepDownInLeaseModeLetsTheLeaseGoOnceLilbeeHasStopped() {

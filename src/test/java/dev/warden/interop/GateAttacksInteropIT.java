@@ -28,7 +28,7 @@ import org.junit.jupiter.api.io.TempDir;
  * real {@code lilbee serve} run by the shipped supervisor exactly as the chart runs it, the neighbour a process of the
  * pod ({@link GatePod#exec}). Sampled every 100 ms throughout: never two lilbees serving (listening: a lilbee binds its
  * port only once it holds server.lock); afterwards exactly one pod serves. The simulation plays the same attacks with
- * random timing (SimAdversary) and finds each with its fix undone (GateMutationTest).
+ * random timing (SimAdversary) and finds each with its fix undone (GateMutationSoak).
  */
 class GateAttacksInteropIT {
 

@@ -33,7 +33,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * mounts) in two pods of the pod emulation (each container in a mount namespace of its own, the chart's supervisor
  * command, the real {@code lilbee serve}). Sampled every 100 ms throughout: never two lilbees serving (listening: a
  * lilbee binds its port only once it holds server.lock); afterwards exactly one pod serves. The simulation plays the same
- * attacks with random timing (SimNeighbour, SimAdversary) and finds each with its fix undone (GateMutationTest).
+ * attacks with random timing (SimNeighbour, SimAdversary) and finds each with its fix undone (GateMutationSoak).
  */
 class SwitchAttacksInteropIT {
 

@@ -21,7 +21,7 @@ class GateSimulationTest {
         Long replay = Long.getLong("warden.sim.seed");
         if (replay != null) {
             // -Dwarden.sim.mutations=A,B (and -Dwarden.sim.focus=LEASE or NODE_LOCAL_FILES) replays a seed with fixes
-            // undone, as GateMutationTest runs them.
+            // undone, as GateMutationSoak runs them.
             java.util.Set<Sim.Mutation> mutations = Sim.none();
             for (String name : System.getProperty("warden.sim.mutations", "").split(",")) {
                 if (!name.isBlank()) {

@@ -346,9 +346,18 @@ final class Kernel {
         return proc;
     }
 
-    /** Whether a neighbour's process holds a lock through any of its descriptors. */
-    boolean aNeighbourLocks() {
-        return procs.values().stream().anyMatch(p -> p.alive && p.neighbour && !p.lockedOfds().isEmpty());
+    /** A neighbour's process: as {@link #spawn}, marked so. */
+    Proc spawnNeighbour(int node, String name, String pod, Proc parent) {
+        Proc proc = spawn(node, name, pod, "lilbee", parent, true);
+        proc.neighbour = true;
+        return proc;
+    }
+
+    /** Whether a neighbour's process holds a lock, through any of its descriptors, on a file at one of {@code names}. */
+    boolean aNeighbourLocks(Set<String> names) {
+        Set<Inode> files = names.stream().map(this::at).flatMap(Optional::stream).collect(java.util.stream.Collectors.toSet());
+        return procs.values().stream().anyMatch(p -> p.alive && p.neighbour
+                && p.lockedOfds().stream().anyMatch(ofd -> files.contains(ofd.inode)));
     }
 
     Optional<Proc> proc(long pid) {

@@ -95,7 +95,7 @@ public final class Sim {
         THE_FIRST_HOLDER_KEEPS_SERVING_AFTER_A_PAUSE,
         /** A node frozen longer than the margin its election leaves (docs/modes.md says how long): no longer a fix. */
         NODES_FROZEN_PAST_THE_MARGIN,
-        /** Clocks that run 40 % apart, where the timings tolerate a skew of about a tenth of that (docs/modes.md). */
+        /** Each clock off by up to 40 %, where the timings tolerate about 10 % without a pause (docs/modes.md). */
         CLOCKS_SKEWED_PAST_THE_MARGIN;
 
     }
@@ -105,7 +105,12 @@ public final class Sim {
      * matters) only Lease elections, or only file elections on a volume whose locks stay on each node.
      */
     public enum Focus {
-        DRAWN, LEASE, NODE_LOCAL_FILES
+        DRAWN, LEASE, NODE_LOCAL_FILES,
+        /**
+         * Lease elections whose adversary (the neighbours' faults and the freezes go on) always hands over, by a step-down
+         * or a graceful deletion, and kills the warden handing over.
+         */
+        LEASE_HANDOVERS_KILLED
     }
 
     /**
@@ -115,12 +120,13 @@ public final class Sim {
      */
     record Config(boolean lease, int pods, int nodes, long chaosNanos, long quietNanos, long meanFaultNanos,
             boolean switchWritable, GateTimings timings, Set<Mutation> mutations, Function<GateTimings, GateDecision> decisions,
-            Switches switches, double skew) {
+            Switches switches, double skew, Focus focus) {
 
         /** A run drawn from the seed: file or lease election, two or three pods, one to two minutes of chaos. */
         static Config drawn(Random random, Set<Mutation> mutations, Function<GateTimings, GateDecision> decisions,
                 Switches switches, Focus focus) {
-            boolean lease = (random.nextBoolean() || focus == Focus.LEASE) && focus != Focus.NODE_LOCAL_FILES;
+            boolean lease = (random.nextBoolean() || focus == Focus.LEASE || focus == Focus.LEASE_HANDOVERS_KILLED)
+                    && focus != Focus.NODE_LOCAL_FILES;
             int pods = 2 + random.nextInt(2);
             GateTimings timings = new GateTimings(Duration.ofSeconds(10), Duration.ofSeconds(5), Duration.ofSeconds(2),
                     Duration.ofSeconds(4), Duration.ofSeconds(10), lease
@@ -141,7 +147,7 @@ public final class Sim {
             double[] skews = {0, 0.0005, MAX_SKEW};
             double skew = mutations.contains(Mutation.CLOCKS_SKEWED_PAST_THE_MARGIN) ? 0.4 : skews[random.nextInt(skews.length)];
             return new Config(lease, pods, nodes, chaos, 400 * SECOND, meanFault, switchWritable, timings, mutations,
-                    decisions, switches, skew);
+                    decisions, switches, skew, focus);
         }
     }
 
@@ -166,7 +172,11 @@ public final class Sim {
     public record Outcome(long steps, Optional<Violation> violation, List<String> trace, long longestUnserved) {
     }
 
-    private record Event(long at, long seq, Kernel.Proc owner, String what, Runnable action) {
+    /** @param look a check of the world's (the liveness check's), not a step of it: not counted as one */
+    private record Event(long at, long seq, Kernel.Proc owner, String what, Runnable action, boolean look) {
+        Event(long at, long seq, Kernel.Proc owner, String what, Runnable action) {
+            this(at, seq, owner, what, action, false);
+        }
     }
 
     final long seed;
@@ -206,10 +216,10 @@ public final class Sim {
         this.wallOffset = new long[config.nodes()];
         this.rate = new double[config.nodes()];
         Random rates = new Random(new java.util.SplittableRandom(seed * 131 + 7).nextLong());
+        // In half the runs the nodes alternate between the skew's two ends, the worst it allows; else each is drawn.
+        boolean ends = rates.nextBoolean();
         for (int node = 0; node < rate.length; node++) {
-            // Two nodes at the skew's two ends as often as not: the worst the bound allows.
-            double drawn = rates.nextBoolean() ? (node % 2 == 0 ? -1 : 1) : 2 * rates.nextDouble() - 1;
-            rate[node] = 1 + config.skew() * drawn;
+            rate[node] = 1 + config.skew() * (ends ? (node % 2 == 0 ? -1 : 1) : 2 * rates.nextDouble() - 1);
         }
         this.api = config.lease() ? Optional.of(new SimApiServer(this, config.timings().lease().orElseThrow().duration())) : Optional.empty();
     }
@@ -267,7 +277,7 @@ public final class Sim {
                 + " node(s), " + seconds(config.chaosNanos()) + " of chaos, " + (config.meanFaultNanos() == 0
                         ? "the adversary's faults alone" : "a neighbour's fault every " + seconds(config.meanFaultNanos())
                         + " on average") + ", the switch directory " + (config.switchWritable() ? "writable" : "read-only")
-                + " in lilbee's container, clocks within " + config.skew() * 100 + " % of each other's rate"
+                + " in lilbee's container, each node's clock within " + config.skew() * 100 + " % of the true rate"
                 + (config.mutations().isEmpty() ? "" : ", mutated: " + config.mutations()));
         for (int i = 0; i < config.pods(); i++) {
             newPod(i % config.nodes());
@@ -293,7 +303,9 @@ public final class Sim {
                     continue;
                 }
             }
-            steps++;
+            if (!event.look) {
+                steps++;
+            }
             event.action.run();
             check();
         }
@@ -328,10 +340,10 @@ public final class Sim {
     private void served() {
         boolean serving = pods.stream().anyMatch(SimPod::serving);
         // A lock anyone who can read the file may take: while a neighbour holds one, nothing can be promised.
-        if (serving || pods.stream().noneMatch(SimPod::ready) || kernel.aNeighbourLocks()) {
+        if (serving || pods.stream().noneMatch(SimPod::ready) || kernel.aNeighbourLocks(Set.of(GATE, SERVER))) {
             if (unservedSince >= 0) {
-                log(null, (serving ? "served again " : "no pod could serve, or a neighbour locks, ") + seconds(now - unservedSince)
-                        + " after one could");
+                log(null, (serving ? "served again " : "no pod could serve, or a neighbour locks, ")
+                        + seconds(now - unservedSince) + " after one could");
             }
             unservedSince = -1;
         } else if (unservedSince < 0) {
@@ -345,7 +357,7 @@ public final class Sim {
                 return;
             }
         }
-        at(100 * MS, null, "served?", this::served);
+        queue.add(new Event(now + 100 * MS, seq++, null, "served?", this::served, true));
     }
 
     /**
@@ -353,13 +365,16 @@ public final class Sim {
      * another: a lilbee of the elected pod holding a server.lock no longer at the path (renamed under it) is stopped
      * only once a start would be over ({@link GateTimings#LILBEE_START_BOUND}); a lilbee outlives its warden by its
      * permit and overrun; an elected pod that cannot serve hands over after handoverAfter; the next waits out what its
-     * election asks (the settle of a gate file new to it, then the Lease's duration); then its lilbee starts (here
-     * within 4 s, a supervisor's reconnection and a few rounds with it: 5 s).
+     * election asks (the settle of a gate file new to it, then the Lease's duration and a jittered retry, up to 2.2
+     * retry periods); then its lilbee starts (here within 4 s, a supervisor's reconnection and a few rounds with it:
+     * 5 s). All by the slowest clock: 1 % more.
      */
     static long recoveryBound(GateTimings timings) {
-        return GateTimings.LILBEE_START_BOUND.plus(timings.permit()).plus(timings.overrun()).plus(timings.handoverAfter())
-                .plus(timings.settle()).plus(timings.lease().map(GateTimings.Lease::duration).orElse(java.time.Duration.ZERO))
-                .plusSeconds(5).toNanos();
+        java.time.Duration lease = timings.lease().map(l -> l.duration().plus(l.retryPeriod().multipliedBy(22).dividedBy(10)))
+                .orElse(java.time.Duration.ZERO);
+        long bound = GateTimings.LILBEE_START_BOUND.plus(timings.permit()).plus(timings.overrun()).plus(timings.handoverAfter())
+                .plus(timings.settle()).plus(lease).plusSeconds(5).toNanos();
+        return (long) (bound * (1 + MAX_SKEW));
     }
 
     /**
@@ -412,13 +427,17 @@ public final class Sim {
      * owner's events wait while it is stopped and end with it.
      */
     void at(long delay, Kernel.Proc owner, String what, Runnable action) {
-        long real = owner == null ? delay : (long) Math.ceil(Math.max(0, delay) / rate[owner.node]);
-        queue.add(new Event(now + Math.max(0, real), seq++, owner, what, action));
+        queue.add(new Event(now + (owner == null ? Math.max(0, delay) : real(owner.node, delay)), seq++, owner, what, action));
     }
 
-    /** Schedules {@code action} in {@code delay} by node {@code node}'s clock (its kubelet's timers). */
+    /** Schedules {@code action} in {@code delay} by node {@code node}'s clock (its kubelet's probes). */
     void atOn(int node, long delay, String what, Runnable action) {
-        queue.add(new Event(now + (long) Math.ceil(Math.max(0, delay) / rate[node]), seq++, null, what, action));
+        queue.add(new Event(now + real(node, delay), seq++, null, what, action));
+    }
+
+    /** How long {@code delay} of node {@code node}'s clock lasts in the simulation's time. */
+    private long real(int node, long delay) {
+        return (long) Math.ceil(Math.max(0, delay) / rate[node]);
     }
 
     /** SIGSTOP: the process runs nothing until SIGCONT. */

@@ -109,6 +109,9 @@ final class SimAdversary {
             SimPod pod = serving.get();
             // On a volume whose locks stay on each node, a seventh: the gate lock's heartbeat forged as let go.
             int pick = sim.random.nextInt(sim.api.isPresent() ? 9 : sim.config.nodes() > 1 ? 7 : 6);
+            if (sim.config.focus() == Sim.Focus.LEASE_HANDOVERS_KILLED) {
+                pick = 3;
+            }
             switch (pick) {
                 case 0 -> resetUnder(pod, others);
                 case 1 -> renameUnderAStoppedWarden(pod);
@@ -184,7 +187,7 @@ final class SimAdversary {
         } else {
             pod.warden.askStepDown();
         }
-        int trouble = sim.random.nextInt(5);
+        int trouble = sim.config.focus() == Sim.Focus.LEASE_HANDOVERS_KILLED ? 1 : sim.random.nextInt(5);
         sim.at(sim.between(0, Sim.SECOND), null, "the trouble", () -> {
             switch (trouble) {
                 case 0 -> supervisor.ifPresent(p -> pod.hostile.stopForAWhile(p, sim.between(Sim.SECOND, 8 * Sim.SECOND), true));

@@ -53,7 +53,8 @@ final class SimLease {
             }
         };
         this.election = new LeaseElection(new LeaseElection.Settings("gate", Optional.empty(), identity, timings.duration(),
-                timings.renewDeadline(), timings.retryPeriod()), () -> sim.moment(warden.proc.node), wall, sim.random::nextDouble);
+                timings.renewDeadline(), timings.retryPeriod()), () -> sim.moment(warden.proc.node), wall,
+                sim.random::nextDouble);
     }
 
     void start() {
@@ -83,7 +84,8 @@ final class SimLease {
             case LeaseLoop.Next.Done ended -> done = true;
             case LeaseLoop.Next.Wait wait -> {
                 long turn = ++turns;
-                sim.at(Math.max(0, wait.until().nanos() - sim.clock(warden.proc.node)), warden.proc, "Lease loop", () -> turnIf(turn));
+                sim.at(Math.max(0, wait.until().nanos() - sim.clock(warden.proc.node)), warden.proc, "Lease loop",
+                        () -> turnIf(turn));
             }
             case LeaseLoop.Next.Ask ask -> {
                 long request = ++requests;

@@ -30,9 +30,7 @@ final class SimNeighbour {
      */
     private Kernel.Proc spawn(String what) {
         Kernel.Proc parent = pod.supervisor != null && pod.supervisor.proc.alive && sim.chance(0.5) ? pod.supervisor.proc : null;
-        Kernel.Proc proc = sim.kernel.spawn(pod.node, pod.name + "/" + what, pod.name, "lilbee", parent, true);
-        proc.neighbour = true;
-        return proc;
+        return sim.kernel.spawnNeighbour(pod.node, pod.name + "/" + what, pod.name, parent);
     }
 
     /** Keeps {@code ofd}, a descriptor it was given or took, and most often unlocks it: the lock ends for every holder. */

@@ -450,8 +450,7 @@ final class SimPod {
 
         private void forgeARelease() {
             String file = Sim.GATE + LockReach.SUFFIX;
-            Kernel.Proc forger = sim.kernel.spawn(node, name + "/forger", name, "lilbee", null, true);
-            forger.neighbour = true;
+            Kernel.Proc forger = sim.kernel.spawnNeighbour(node, name + "/forger", name, null);
             Heartbeat forged = sim.kernel.at(file).flatMap(inode -> Heartbeat.parse(inode.content))
                     .map(h -> new Heartbeat(h.holder(), h.pod(), h.domain(), h.generation(), h.beat() + 1, true))
                     .orElse(new Heartbeat("forger:1", "forger", "node-" + node + ":0", 0, 0, true));
@@ -470,8 +469,7 @@ final class SimPod {
 
         /** A process of the pod that takes an exclusive flock on the file (and deletes it, if {@code thenDelete}). */
         void decoy(String file, boolean thenDelete, long holding) {
-            Kernel.Proc decoy = sim.kernel.spawn(node, name + "/decoy", name, "lilbee", null, true);
-            decoy.neighbour = true;
+            Kernel.Proc decoy = sim.kernel.spawnNeighbour(node, name + "/decoy", name, null);
             decoys.add(decoy);
             sim.kernel.open(decoy, file, true).ifPresent(ofd -> {
                 boolean locked = sim.kernel.tryExclusive(ofd);
