@@ -23,7 +23,9 @@ import org.junit.jupiter.api.io.TempDir;
  * figure 7 runs them (PID and network namespaces of their own, the test kubelet, the chart's settings), the standby past
  * its settle; one fault at a time in the serving pod, then the time until the data dir is served again, sampled every
  * few milliseconds: until a lilbee answers (it binds its port only once it holds server.lock), and until a pod is
- * Ready with it (the Service routes to it). A fault that never interrupts either counts 0.
+ * Ready with it (the Service routes to it). A fault that never interrupts either counts 0. {@code
+ * -Dwarden.bench.recovery-rounds} (3) rounds a fault; {@code -Dwarden.bench.recovery-logs=true} prints the pods' logs
+ * after each, to see where the time goes.
  */
 class RecoveryBench {
 
@@ -68,7 +70,6 @@ class RecoveryBench {
     private final List<GatePod> pods = new CopyOnWriteArrayList<>();
     private Map<String, String> env;
     private int created;
-    private Path gateLock;
 
     @AfterEach
     void stopPods() throws Exception {
@@ -148,7 +149,9 @@ class RecoveryBench {
     /** The fault, on a thread of its own (a kill waits for the pod's processes, a reset for lilbee), watched from its start. */
     private Recovery inflict(Fault fault, GatePod serving) throws Exception {
         java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
-        gateLock = dir.resolve("root/data/warden-gate.lock");
+        // A reset is timed from the gate file's deletion: the file as it is before the fault starts.
+        Optional<String> before = fault == Fault.RESET || fault == Fault.RESET_THEN_WARDEN_KILLED
+                ? Optional.of(gateFile()) : Optional.empty();
         long at = System.nanoTime();
         Thread.ofPlatform().daemon().name("the fault").start(() -> {
             try {
@@ -158,16 +161,15 @@ class RecoveryBench {
                 done.completeExceptionally(e);
             }
         });
-        Recovery recovery = watch(at, done, fault == Fault.RESET || fault == Fault.RESET_THEN_WARDEN_KILLED
-                ? Optional.of(gateFile(gateLock)) : Optional.empty());
+        Recovery recovery = watch(at, done, before);
         done.get();
         return recovery;
     }
 
     /** The gate file's identity (an inode number may be reused at once: with its ctime), or "none". */
-    private static String gateFile(Path gateLock) {
+    private String gateFile() {
         try {
-            Map<String, Object> file = Files.readAttributes(gateLock, "unix:ino,ctime");
+            Map<String, Object> file = Files.readAttributes(dir.resolve("root/data/warden-gate.lock"), "unix:ino,ctime");
             return file.get("ino") + "@" + file.get("ctime");
         } catch (java.io.IOException e) {
             return "none";
@@ -201,17 +203,17 @@ class RecoveryBench {
     /**
      * From {@code at}, a sample every few milliseconds, until the fault is done and both have held for {@link #STEADY}
      * since: the end of the last moment each did not, counted from {@code at} or, for a reset, from the first sample
-     * that finds the gate file ({@code gateFile}, its inode before) deleted or replaced: the command's own start is
-     * lilbee's, not the fault. A sample answered later than {@link #SAMPLE} counts as one that was not (a probe sent
-     * into a frozen pod is answered when it thaws).
+     * that finds the gate file deleted or replaced ({@code before}: its identity before the fault): the command's own
+     * start is lilbee's, not the fault. A sample answered later than {@link #SAMPLE} counts as one that was not (a probe
+     * sent into a frozen pod is answered when it thaws).
      */
-    private Recovery watch(long at, java.util.concurrent.CompletableFuture<Void> done, Optional<String> gateFile)
+    private Recovery watch(long at, java.util.concurrent.CompletableFuture<Void> done, Optional<String> before)
             throws InterruptedException {
         long lastUnanswered = at;
         long lastUnready = at;
         long doneAt = Long.MAX_VALUE;
         long now = at;
-        long from = gateFile.isPresent() ? Long.MAX_VALUE : at;
+        long from = before.isPresent() ? Long.MAX_VALUE : at;
         while (doneAt == Long.MAX_VALUE || now - Math.max(doneAt, Math.max(lastUnanswered, lastUnready)) < STEADY.toNanos()) {
             if (now - at > PATIENCE.toNanos()) {
                 throw new AssertionError("not served again in " + PATIENCE.toMinutes() + " minutes\n" + logs());
@@ -236,7 +238,7 @@ class RecoveryBench {
             if (doneAt == Long.MAX_VALUE && done.isDone()) {
                 doneAt = now;
             }
-            if (from == Long.MAX_VALUE && !gateFile(gateLock).equals(gateFile.orElseThrow())) {
+            if (from == Long.MAX_VALUE && !gateFile().equals(before.orElseThrow())) {
                 from = now;
             }
             Thread.sleep(5);
