@@ -5,18 +5,10 @@ import static org.junit.jupiter.api.Assertions.fail;
 import dev.warden.simulation.Sim;
 import dev.warden.time.Moment;
 import java.util.EnumSet;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
-import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -278,36 +270,8 @@ class GateMutationSoak {
             Sim.Switches switches, String what, Sim.Focus focus) {
         String test = StackWalker.getInstance().walk(frames -> frames.map(StackWalker.StackFrame::getMethodName)
                 .filter(name -> !name.equals("finds")).findFirst().orElseThrow());
-        Map<Long, Sim.Outcome> outcomes = new ConcurrentHashMap<>();
-        AtomicLong nextSeed = new AtomicLong(1);
-        AtomicLong stepsRun = new AtomicLong();
-        AtomicLong lowestFinding = new AtomicLong(Long.MAX_VALUE);
-        Runnable searcher = () -> {
-            while (stepsRun.get() < BUDGET) {
-                long seed = nextSeed.getAndIncrement();
-                if (seed > lowestFinding.get()) {
-                    return;
-                }
-                Sim.Outcome outcome = Sim.run(seed, Long.MAX_VALUE, 60, mutations, decisions, switches, focus);
-                outcomes.put(seed, outcome);
-                stepsRun.addAndGet(outcome.steps());
-                if (finds(outcome, what)) {
-                    lowestFinding.accumulateAndGet(seed, Math::min);
-                }
-            }
-        };
-        int cores = Runtime.getRuntime().availableProcessors();
-        Sim.quietly(() -> {
-            try (ExecutorService searchers = Executors.newFixedThreadPool(cores)) {
-                List<Future<?>> searches = IntStream.range(0, cores).<Future<?>>mapToObj(i -> searchers.submit(searcher)).toList();
-                for (Future<?> search : searches) {
-                    search.get();
-                }
-            } catch (ExecutionException e) {
-                throw new IllegalStateException("a simulation run failed", e.getCause());
-            }
-            return null;
-        });
+        Map<Long, Sim.Outcome> outcomes = Sim.runSeeds(1, BUDGET,
+                seed -> Sim.run(seed, Long.MAX_VALUE, 60, mutations, decisions, switches, focus), outcome -> finds(outcome, what));
         long steps = 0;
         for (long seed = 1; steps < BUDGET && outcomes.containsKey(seed); seed++) {
             Sim.Outcome outcome = outcomes.get(seed);

@@ -3,16 +3,8 @@ package dev.warden.simulation;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.warden.gate.GateDecision;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -47,9 +39,12 @@ class GateSimulationTest {
         }
         long began = System.nanoTime();
         long first = Long.getLong("warden.sim.first-seed", 1);
-        Map<Long, Sim.Outcome> outcomes = runOnEveryCore(first);
-        // The seeds a sequential run takes (from the first, until the budget), whatever the cores: a violation of any
-        // seed run fails, the lowest first.
+        Map<Long, Sim.Outcome> outcomes = Sim.runSeeds(first, STEPS,
+                seed -> Sim.run(seed, Long.MAX_VALUE, 300, Sim.none(), GateDecision::new), o -> o.violation().isPresent());
+        // A violation fails, the lowest seed's first; else the seeds a search one at a time takes (from the first,
+        // until the budget), whatever the cores.
+        outcomes.entrySet().stream().filter(e -> e.getValue().violation().isPresent()).min(Map.Entry.comparingByKey())
+                .ifPresent(e -> fail(e.getValue().violation().get().report()));
         long steps = 0;
         long seed = first;
         long longestUnserved = 0;
@@ -62,40 +57,8 @@ class GateSimulationTest {
                 longestSeed = seed;
             }
         }
-        outcomes.entrySet().stream().filter(e -> e.getValue().violation().isPresent()).min(Map.Entry.comparingByKey())
-                .ifPresent(e -> fail(e.getValue().violation().get().report()));
         System.out.printf(Locale.ROOT, "SIMULATION %d runs (seeds %d to %d), %,d steps, no violation, %.1f s; the longest"
                 + " unserved with a pod able to serve: %.1f s (seed %d)%n", seed - first, first, seed - 1, steps,
                 (System.nanoTime() - began) / 1e9, longestUnserved / 1e9, longestSeed);
-    }
-
-    /**
-     * Seeds from {@code first} on, each taken in order by the next free core, until the runs done hold the budget: at
-     * least every seed a sequential run would take (the runs are independent; each is its seed's alone).
-     */
-    private static Map<Long, Sim.Outcome> runOnEveryCore(long first) {
-        Map<Long, Sim.Outcome> outcomes = new ConcurrentHashMap<>();
-        AtomicLong nextSeed = new AtomicLong(first);
-        AtomicLong stepsRun = new AtomicLong();
-        Runnable runner = () -> {
-            while (stepsRun.get() < STEPS) {
-                long seed = nextSeed.getAndIncrement();
-                Sim.Outcome outcome = Sim.run(seed, Long.MAX_VALUE, 300, Sim.none(), GateDecision::new);
-                outcomes.put(seed, outcome);
-                stepsRun.addAndGet(outcome.steps());
-            }
-        };
-        int cores = Runtime.getRuntime().availableProcessors();
-        return Sim.quietly(() -> {
-            try (ExecutorService runners = Executors.newFixedThreadPool(cores)) {
-                List<Future<?>> runs = IntStream.range(0, cores).<Future<?>>mapToObj(i -> runners.submit(runner)).toList();
-                for (Future<?> run : runs) {
-                    run.get();
-                }
-            } catch (ExecutionException e) {
-                throw new IllegalStateException("a simulation run failed", e.getCause());
-            }
-            return outcomes;
-        });
     }
 }

@@ -250,6 +250,46 @@ public final class Sim {
         });
     }
 
+    /**
+     * Runs {@code run} seed after seed from {@code first}, each seed taken in order by the next free core, until the
+     * runs done hold {@code budget} steps or no seed is left below the lowest whose outcome {@code stop} accepts: at
+     * least every seed a search one seed at a time would take, whatever the cores (each run is its seed's alone).
+     */
+    public static Map<Long, Outcome> runSeeds(long first, long budget, java.util.function.LongFunction<Outcome> run,
+            java.util.function.Predicate<Outcome> stop) {
+        Map<Long, Outcome> outcomes = new java.util.concurrent.ConcurrentHashMap<>();
+        java.util.concurrent.atomic.AtomicLong nextSeed = new java.util.concurrent.atomic.AtomicLong(first);
+        java.util.concurrent.atomic.AtomicLong stepsRun = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicLong lowestStop = new java.util.concurrent.atomic.AtomicLong(Long.MAX_VALUE);
+        Runnable runner = () -> {
+            while (stepsRun.get() < budget) {
+                long seed = nextSeed.getAndIncrement();
+                if (seed > lowestStop.get()) {
+                    return;
+                }
+                Outcome outcome = run.apply(seed);
+                outcomes.put(seed, outcome);
+                stepsRun.addAndGet(outcome.steps());
+                if (stop.test(outcome)) {
+                    lowestStop.accumulateAndGet(seed, Math::min);
+                }
+            }
+        };
+        int cores = Runtime.getRuntime().availableProcessors();
+        return quietly(() -> {
+            try (java.util.concurrent.ExecutorService runners = java.util.concurrent.Executors.newFixedThreadPool(cores)) {
+                List<java.util.concurrent.Future<?>> runs = java.util.stream.IntStream.range(0, cores)
+                        .<java.util.concurrent.Future<?>>mapToObj(i -> runners.submit(runner)).toList();
+                for (java.util.concurrent.Future<?> each : runs) {
+                    each.get();
+                }
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw new IllegalStateException("a simulation run failed", e.getCause());
+            }
+            return outcomes;
+        });
+    }
+
     /** What runs simulations, on any number of threads: their production classes' log silent meanwhile. */
     public interface Runs<T> {
         T run() throws InterruptedException;

@@ -414,11 +414,7 @@ public final class GatePod implements AutoCloseable {
     private static void signal(String signal, List<String> pids) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of("kill", signal, "--"));
         command.addAll(pids);
-        Process kill = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(kill.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        if (kill.waitFor() != 0) {
-            throw new IOException("kill " + signal + " " + pids + " failed: " + out);
-        }
+        Command.ok(null, command);
     }
 
     /** Where the pod's warden listens for its supervisor: the switch socket's path, on this machine. */
