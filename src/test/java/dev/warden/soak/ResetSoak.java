@@ -23,14 +23,16 @@ import org.junit.jupiter.api.io.TempDir;
  * that, and every third round the standby's warden restarted as well. Two pods, each a real {@code warden serve --mode
  * gate} and the real lilbee supervisor running a stand-in (Python taking server.lock as filelock does) on its switch
  * socket. Sampled in a tight loop: never two stand-ins holding a server.lock at once; after every round exactly one pod
- * serves. The timings are the product's shortened alike (a settle of 2 s), so that a round takes seconds.
+ * serves. The timings are the product's shortened alike (a settle of 2 s, a pause margin of 200 ms), so that a round
+ * takes seconds.
  */
 class ResetSoak {
 
     private static final int ROUNDS = Integer.getInteger("warden.soak.reset.rounds", 100);
     private static final Supervised.Settings SUPERVISOR = new Supervised.Settings(Duration.ofMillis(600), Duration.ofMillis(300));
+    // The pause margin shortened with the rest (1 s of a 10 s settle): these rounds freeze no node.
     private static final List<String> TIMINGS = SUPERVISOR.wardenSettings("-Dwarden.gate.settle=2s",
-            "-Dwarden.gate.supervisor.stall-bound=500ms");
+            "-Dwarden.gate.supervisor.stall-bound=500ms", "-Dwarden.gate.pause-margin=200ms");
 
     @TempDir
     Path dir;
