@@ -53,14 +53,35 @@ public class GateDecision {
     /**
      * One round's decision.
      *
+     * @param outcome what the round came to, as a type: what Events, log levels and metrics are chosen by
+     * @param cause while not elected, why not
+     * @param reason the same in a sentence, for a person (the log, the status, an Event's message)
      * @param lilbee what became of this pod's lilbee, for the status
+     * @param settled whether an election now would let this pod's lilbee start at once: it has watched the gate file at
+     *     the path for the settle (or elects by a Lease)
      */
-    public record Step(GatePhase phase, List<GateAction> actions, String reason, Lilbee lilbee, Word word) {
+    public record Step(GatePhase phase, List<GateAction> actions, GateOutcome outcome, Optional<GateOutcome.Cause> cause,
+            String reason, Lilbee lilbee, Word word, boolean settled) {
 
         /** Whether this pod serves: elected, its lilbee proven on the server.lock at the path and allowed to run. */
         public boolean serving() {
             return phase instanceof Elected && lilbee.state() == LilbeeState.SERVING && word instanceof Word.Go;
         }
+
+        /** Whether the log says this round as a warning: the election lost, or a lilbee of this pod told to stop. */
+        public boolean warns() {
+            return outcome == GateOutcome.NOT_ELECTED_ANY_MORE || outcome == GateOutcome.FENCING
+                    || word instanceof Word.Stop && lilbee.state() != LilbeeState.NONE;
+        }
+
+        /** Whether the log says this round after {@code before} (null before the first): what it came to has changed. */
+        public boolean isNewsAfter(Step before) {
+            return before == null || outcome != before.outcome || !cause.equals(before.cause) || !lilbee.equals(before.lilbee);
+        }
+    }
+
+    /** Why a warden is not elected: the type, and the sentence that says it. */
+    record NotElected(GateOutcome.Cause cause, String why) {
     }
 
     /** This pod's lilbee as the decision sees it. */
@@ -97,11 +118,11 @@ public class GateDecision {
             // Restarted beside a lilbee its previous run let start: not a word until the Lease says whether it still
             // leads. The permit given before runs out on its own, in time for any other leader.
             return new Step(new Standby(watch, since(phase, now), permitsEnd, since(phase, now)),
-                    List.of(new GateAction.Say(new Word.Silent())),
+                    List.of(new GateAction.Say(new Word.Silent())), GateOutcome.ASKING_THE_LEASE, Optional.empty(),
                     "asking the API server whether the Lease " + seen.lease().get().name() + " names this warden",
-                    lilbee(Optional.empty(), seen, now), new Word.Silent());
+                    lilbee(Optional.empty(), seen, now), new Word.Silent(), settled(watch, seen));
         }
-        Optional<String> notElected = whyNotElected(seen);
+        Optional<NotElected> notElected = whyNotElected(seen);
         if (notElected.isPresent()) {
             return standBy(phase, watch, seen, notElected.get(), permitsEnd);
         }
@@ -122,27 +143,30 @@ public class GateDecision {
      * previous run started is elected once it holds the gate lock again: its supervisor gives back the descriptor it
      * kept, to the warden it believes, and warden takes it only as the open file that holds the gate's lock.
      */
-    static Optional<String> whyNotElected(Observation seen) {
+    static Optional<NotElected> whyNotElected(Observation seen) {
         Optional<Observation.Lease> lease = seen.lease();
         if (lease.isPresent() && !lease.get().leading(seen.now())) {
-            return Optional.of("this warden does not hold the Lease " + lease.get().name());
+            return Optional.of(new NotElected(GateOutcome.Cause.NO_LEASE, "this warden does not lead the Lease "
+                    + lease.get().name() + " (another holds it, or it was not renewed within the renew deadline)"));
         }
         return switch (seen.gate()) {
             case Observation.Gate.Held held when held.atPath() -> Optional.empty();
-            case Observation.Gate.Held held -> Optional.of("the gate file this warden holds was deleted or replaced (a lilbee"
-                    + " reset, or a writer of the data dir)");
-            case Observation.Gate.Lost lost -> Optional.of("the gate lock this warden held is gone: a process with a"
-                    + " descriptor of its open file unlocked it (this pod's lilbee, or one that took the descriptor from it),"
-                    + " and another pod may be elected already");
-            case Observation.Gate.NotHeld notHeld -> Optional.of("another warden holds the gate");
-            case Observation.Gate.Unproven unproven -> Optional.of(unproven.why());
+            case Observation.Gate.Held held -> Optional.of(new NotElected(GateOutcome.Cause.GATE_REPLACED, "the gate file"
+                    + " this warden holds was deleted or replaced (a lilbee reset, or a writer of the data dir)"));
+            case Observation.Gate.Lost lost -> Optional.of(new NotElected(GateOutcome.Cause.GATE_LOST, "the gate lock this"
+                    + " warden held is gone: a process with a descriptor of its open file unlocked it (this pod's lilbee, or"
+                    + " one that took the descriptor from it), and another pod may be elected already"));
+            case Observation.Gate.NotHeld notHeld -> Optional.of(new NotElected(GateOutcome.Cause.HELD_ELSEWHERE,
+                    "another warden holds the gate"));
+            case Observation.Gate.Unproven unproven -> Optional.of(new NotElected(GateOutcome.Cause.UNPROVEN, unproven.why()));
             // The volume cannot lock: where the Lease elects, it elects alone.
             case Observation.Gate.Unlockable unlockable when lease.isPresent() -> Optional.empty();
-            case Observation.Gate.Unlockable unlockable -> Optional.of(unlockable.why());
+            case Observation.Gate.Unlockable unlockable -> Optional.of(new NotElected(GateOutcome.Cause.UNLOCKABLE,
+                    unlockable.why()));
         };
     }
 
-    private Step standBy(GatePhase phase, Watch watch, Observation seen, String why, Moment permitsEnd) {
+    private Step standBy(GatePhase phase, Watch watch, Observation seen, NotElected why, Moment permitsEnd) {
         List<GateAction> actions = new ArrayList<>();
         if (seen.gate() instanceof Observation.Gate.Held || seen.gate() instanceof Observation.Gate.Lost) {
             actions.add(new GateAction.ReleaseGate());
@@ -170,13 +194,14 @@ public class GateDecision {
         if (!yielding && (seen.lease().isEmpty() || seen.lease().get().leading(seen.now()))) {
             actions.add(new GateAction.Contend());
         }
-        Word stop = new Word.Stop("not elected: " + why);
+        Word stop = new Word.Stop("not elected: " + why.why());
         actions.add(new GateAction.Say(stop));
-        String reason = (phase instanceof Elected ? "not elected any more: " : "standing by: ") + why
+        GateOutcome outcome = phase instanceof Elected ? GateOutcome.NOT_ELECTED_ANY_MORE
+                : yielding ? GateOutcome.HOLDING_BACK : GateOutcome.STANDING_BY;
+        String reason = (phase instanceof Elected ? "not elected any more: " : "standing by: ") + why.why()
                 + (yielding ? "; holding back after a handover, so that a standby takes the gate" : "");
-        return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd, contendFrom, leaving), actions,
-                reason,
-                lilbee(Optional.empty(), seen, seen.now()), stop);
+        return new Step(new Standby(watch, since(phase, seen.now()), permitsEnd, contendFrom, leaving), actions, outcome,
+                Optional.of(why.cause()), reason, lilbee(Optional.empty(), seen, seen.now()), stop, settled(watch, seen));
     }
 
     /** What became of the lilbee a warden stepped down from. */
@@ -239,8 +264,9 @@ public class GateDecision {
             Word stop = new Word.Stop("handing the gate over once the last permit given has run out, in "
                     + permitsBefore.plus(timings.overrun()).since(now).toMillis() + " ms");
             return new Step(new Elected(watch, since, settleUntil, proven, unservedSince, permitsBefore),
-                    List.of(new GateAction.Say(stop)), "this pod has not served for " + unserved.toMillis()
-                            + " ms while elected: handing the gate over once no permit given can be used", lilbee, stop);
+                    List.of(new GateAction.Say(stop)), GateOutcome.HANDING_OVER, Optional.empty(), "this pod has not served"
+                            + " for " + unserved.toMillis() + " ms while elected: handing the gate over once no permit given"
+                            + " can be used", lilbee, stop, settled(watch, seen));
         }
         Word word = word(seen, lilbee, settleUntil, since, now);
         List<GateAction> actions = List.of(new GateAction.Say(word));
@@ -251,7 +277,25 @@ public class GateDecision {
             permitsEnd = go.until();
         }
         Elected next = new Elected(watch, since, settleUntil, proven, unservedSince, permitsEnd);
-        return new Step(next, actions, reason(before == null, word, lilbee, seen), lilbee, word);
+        return new Step(next, actions, outcome(word, lilbee, seen, settleUntil, now), Optional.empty(),
+                reason(before == null, word, lilbee, seen), lilbee, word, settled(watch, seen));
+    }
+
+    /**
+     * What a round while elected came to, from the word said and the lilbee seen: the same cases as {@link #word}, in
+     * the same order.
+     */
+    private static GateOutcome outcome(Word word, Lilbee lilbee, Observation seen, Optional<Moment> settleUntil, Moment now) {
+        return switch (word) {
+            case Word.Go go -> lilbee.state() == LilbeeState.SERVING ? GateOutcome.SERVING : GateOutcome.STARTING;
+            case Word.Start start -> GateOutcome.MAY_START;
+            case Word.Stop stop when lilbee.state() != LilbeeState.NONE -> GateOutcome.FENCING;
+            case Word.Stop stop when settleUntil.filter(now::isBefore).isPresent() -> GateOutcome.SETTLING;
+            case Word.Stop stop when seen.server().failure().isPresent() -> GateOutcome.SERVER_LOCK_FAILED;
+            case Word.Stop stop when seen.server().probe().isEmpty() -> GateOutcome.LOOKING;
+            case Word.Stop stop -> GateOutcome.SERVER_LOCK_HELD;
+            case Word.Silent silent -> GateOutcome.LOOKING;
+        };
     }
 
     /** Whether an elected pod that has run no lilbee for {@code unserved} lets the gate go to a standby. */
@@ -269,13 +313,15 @@ public class GateDecision {
      * {@link GateTimings#overrun()} of that, all within the settle of the replacement.
      */
     Optional<Moment> settleAtElection(Watch watch, Observation seen, Lilbee lilbee) {
-        if (lilbee.state() == LilbeeState.SERVING || seen.lease().isPresent()) {
-            return Optional.empty();
-        }
-        if (watch.age(seen.now()).compareTo(timings.settle()) >= 0) {
+        if (lilbee.state() == LilbeeState.SERVING || settled(watch, seen)) {
             return Optional.empty();
         }
         return Optional.of(watch.since().plus(timings.settle()));
+    }
+
+    /** Whether an election now needs no settle: the gate file has been watched at the path for it, or a Lease elects. */
+    private boolean settled(Watch watch, Observation seen) {
+        return seen.lease().isPresent() || watch.age(seen.now()).compareTo(timings.settle()) >= 0;
     }
 
     /**
@@ -366,9 +412,9 @@ public class GateDecision {
         }
         // Not contending for as long again: a standby waiting for the gate takes it, and with no standby this pod does.
         Moment contendFrom = seen.now().plus(timings.handoverAfter());
-        return new Step(new Standby(watch, seen.now(), permitsEnd, contendFrom), actions, "this pod has not served for "
-                + unserved.toMillis() + " ms while elected and runs no lilbee: letting the gate go to a standby", Lilbee.NONE,
-                stop);
+        return new Step(new Standby(watch, seen.now(), permitsEnd, contendFrom), actions, GateOutcome.HANDED_OVER,
+                Optional.empty(), "this pod has not served for " + unserved.toMillis() + " ms while elected and runs no"
+                        + " lilbee: letting the gate go to a standby", Lilbee.NONE, stop, settled(watch, seen));
     }
 
     /**
@@ -401,8 +447,9 @@ public class GateDecision {
         if (!mayLetGoAtStepDown(seen, permitsEnd)) {
             Word stop = new Word.Stop("stepping down, as asked: the Lease goes once lilbee has stopped");
             return new Step(new Elected(watch, before.since(), before.settleUntil(), before.proven(), before.unservedSince(),
-                    permitsEnd), List.of(new GateAction.Say(stop)), "stepping down, as asked: stopping this pod's lilbee before"
-                            + " the Lease goes", lilbee, stop);
+                    permitsEnd), List.of(new GateAction.Say(stop)), GateOutcome.STEPPING_DOWN, Optional.empty(),
+                    "stepping down, as asked: stopping this pod's lilbee before the Lease goes", lilbee, stop,
+                    settled(watch, seen));
         }
         Moment now = seen.now();
         Word stop = new Word.Stop("stepped down, as asked");
@@ -417,8 +464,9 @@ public class GateDecision {
             actions.add(new GateAction.StepAside());
         }
         Moment contendFrom = now.plus(timings.handoverAfter());
-        return new Step(new Standby(watch, now, permitsEnd, contendFrom, leaving), actions, "stepped down, as asked: this"
-                + " pod's lilbee stops and the gate goes to a standby", lilbee, stop);
+        return new Step(new Standby(watch, now, permitsEnd, contendFrom, leaving), actions, GateOutcome.STEPPED_DOWN,
+                Optional.empty(), "stepped down, as asked: this pod's lilbee stops and the gate goes to a standby", lilbee,
+                stop, settled(watch, seen));
     }
 
     /**

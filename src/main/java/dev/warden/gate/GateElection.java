@@ -1,9 +1,6 @@
 package dev.warden.gate;
 
-import dev.warden.time.Moment;
-import dev.warden.time.MonotonicClock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.Optional;
 
 /**
@@ -13,15 +10,11 @@ import java.util.Optional;
 public interface GateElection extends AutoCloseable {
 
     /**
-     * While this warden leads: the moment its lead ends unless renewed, on the monotonic clock (its last renewal the
-     * API server took, plus the renew deadline). A permit it gives never lasts longer.
+     * The election as the gate sees it this round, from one read: whether this warden leads and until when (its last
+     * renewal the API server took, plus the renew deadline; a permit it gives never lasts longer), whether the first
+     * read has been answered, who holds it and when it was last renewed. Reading it changes nothing.
      */
-    Optional<Moment> leadingUntil();
-
-    /** Whether this warden holds the election now. */
-    default boolean leading() {
-        return leadingUntil().filter(MonotonicClock.SYSTEM.now()::isBefore).isPresent();
-    }
+    Observation.Lease look();
 
     /** The name of what is held (the Lease's), for messages. */
     String name();
@@ -30,27 +23,10 @@ public interface GateElection extends AutoCloseable {
     String identity();
 
     /**
-     * Whether the election has had its first answer since it began, or waited a request's time for it: until
-     * then "not leading" may mean only "not asked yet", and a warden restarted beside its serving lilbee must
-     * not fence it for that.
-     */
-    default boolean decided() {
-        return true;
-    }
-
-    /**
      * Lets the election go (releasing what is held) and stays out of it long enough for another contender to
      * win it, then contends again: the gate keeper hands over this way when its pod cannot serve.
      */
     default void stepAside() {
-    }
-
-    /** Who holds it, as last seen. */
-    Optional<String> holder();
-
-    /** When its holder last renewed it, as last read or written: what shows a holder that stopped renewing. */
-    default Optional<Instant> renewed() {
-        return Optional.empty();
     }
 
     /**

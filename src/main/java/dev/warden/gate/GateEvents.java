@@ -14,7 +14,8 @@ import java.util.Set;
 /**
  * The Kubernetes Events one gate round makes, from the decision before it to its own: elected (and settling first,
  * with why), serving, stepped down, handed over, no longer elected, a lilbee fenced (its pid and why). A pure function of
- * the two decisions: the same round decides the same Events, in the simulation too.
+ * the two decisions' outcomes (their sentences are only the Events' messages): the same round decides the same Events,
+ * in the simulation too.
  */
 public final class GateEvents {
 
@@ -28,9 +29,9 @@ public final class GateEvents {
     public static List<PodEvent> between(Optional<Step> before, Step after) {
         List<PodEvent> events = new ArrayList<>();
         boolean wasElected = before.map(b -> b.phase() instanceof Elected).orElse(false);
-        if (!wasElected && after.phase() instanceof Elected elected) {
+        if (!wasElected && after.phase() instanceof Elected) {
             events.add(PodEvent.normal("Elected", after.reason()));
-            if (elected.settleUntil().isPresent() && after.word() instanceof Word.Stop stop) {
+            if (after.outcome() == GateOutcome.SETTLING && after.word() instanceof Word.Stop stop) {
                 events.add(PodEvent.normal("Settling", stop.reason()));
             }
         }
@@ -38,14 +39,11 @@ public final class GateEvents {
             events.add(PodEvent.normal("Serving", "lilbee (pid " + after.lilbee().pid() + ") holds server.lock: this pod serves"));
         }
         if (wasElected && !(after.phase() instanceof Elected)) {
-            String reason = after.reason();
-            if (reason.startsWith("stepped down")) {
-                events.add(PodEvent.normal("SteppedDown", reason));
-            } else if (reason.startsWith("this pod has not served")) {
-                events.add(PodEvent.warning("HandedOver", reason));
-            } else {
-                events.add(PodEvent.warning("NotElected", reason));
-            }
+            events.add(switch (after.outcome()) {
+                case STEPPED_DOWN -> PodEvent.normal("SteppedDown", after.reason());
+                case HANDED_OVER -> PodEvent.warning("HandedOver", after.reason());
+                default -> PodEvent.warning("NotElected", after.reason());
+            });
         }
         if (FENCED.contains(after.lilbee().state()) && after.word() instanceof Word.Stop stop
                 && !before.filter(b -> b.lilbee().equals(after.lilbee()) && b.word() instanceof Word.Stop).isPresent()) {

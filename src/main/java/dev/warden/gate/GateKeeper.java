@@ -298,9 +298,8 @@ public class GateKeeper {
         for (PodEvent event : GateEvents.between(Optional.ofNullable(r.last), step)) {
             eventListeners.forEach(listener -> listener.accept(event));
         }
-        if (r.last == null || !r.last.reason().equals(step.reason())) {
-            if (step.word() instanceof Word.Stop && step.lilbee().state() != GateDecision.LilbeeState.NONE
-                    || step.reason().startsWith("not elected any more")) {
+        if (step.isNewsAfter(r.last)) {
+            if (step.warns()) {
                 LOG.warn(step.reason());
             } else {
                 LOG.info(step.reason());
@@ -357,13 +356,18 @@ public class GateKeeper {
     private void publish(Round r, Observation seen, Phase phase) {
         GateSnapshot next = GateSnapshot.of(phase, r.paths, r.phase, Optional.ofNullable(r.last), Optional.ofNullable(seen),
                 gateHolder(r), moment -> Instant.ofEpochSecond(0, r.wallOffsetNanos + moment.nanos()),
-                Optional.ofNullable(lease).map(l -> new GateSnapshot.LeaseView(l.name(), l.identity(), l.leading(),
-                        l.holder(), l.renewed())),
-                r.world.lilbeeSwitch().report().map(LilbeeSwitch.Report::warm).orElse(OptionalLong.empty()),
-                seen != null && rounds.decision().settleAtElection(r.phase.watch(), seen, GateDecision.Lilbee.NONE).isEmpty());
+                Optional.ofNullable(lease).map(l -> leaseView(l, seen)),
+                r.world.lilbeeSwitch().report().map(LilbeeSwitch.Report::warm).orElse(OptionalLong.empty()));
         if (!next.equals(published.get())) {
             published.set(next);
         }
+    }
+
+    /** The Lease as this round saw it, or once more when there was no round (stopped). */
+    private GateSnapshot.LeaseView leaseView(GateElection election, Observation seen) {
+        Observation.Lease look = Optional.ofNullable(seen).flatMap(Observation::lease).orElseGet(election::look);
+        return new GateSnapshot.LeaseView(look.name(), election.identity(), look.leading(edges.clock().now()), look.holder(),
+                look.renewed());
     }
 
     /** Who holds the gate, as the node's lock table says, looked at once a second while this warden stands by. */

@@ -40,8 +40,7 @@ public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, Serve
      * first round), {@code instant} turns the gate's monotonic moments into the wall clock's for the status.
      */
     static GateSnapshot of(Phase phase, LilbeePaths paths, GatePhase gatePhase, Optional<Step> step, Optional<Observation> seen,
-            OptionalLong gateHolder, Function<Moment, Instant> instant, Optional<LeaseView> lease, OptionalLong warm,
-            boolean settled) {
+            OptionalLong gateHolder, Function<Moment, Instant> instant, Optional<LeaseView> lease, OptionalLong warm) {
         if (step.isEmpty() || seen.isEmpty()) {
             return new GateSnapshot(phase, paths, new GateState.Waiting("not tried yet"), new ServerLockState.NotInPod(),
                     false, false, Optional.empty(), lease, warm, false);
@@ -58,7 +57,7 @@ public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, Serve
         boolean running = phase == Phase.RUNNING;
         return new GateSnapshot(phase, paths, gate, server(step.get(), seen.get().server()),
                 running && (word instanceof Word.Start || word instanceof Word.Go), running && step.get().serving(),
-                Optional.of(step.get().reason()), lease, warm, settled);
+                Optional.of(step.get().reason()), lease, warm, step.get().settled());
     }
 
     private static ServerLockState server(Step step, Observation.Server server) {

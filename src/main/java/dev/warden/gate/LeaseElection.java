@@ -11,7 +11,6 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
@@ -79,31 +78,26 @@ public final class LeaseElection implements GateElection {
     }
 
     /**
-     * While this warden leads, when its lead ends: see {@link LeaseState#leadingUntil}. Logs the step-down at the
-     * deadline once.
+     * The election as the gate sees it, from one read of its state: whether this warden leads and until when (see
+     * {@link LeaseState#leadingUntil}), whether the first read has been answered (or failed) or took longer than a
+     * request may, who holds the Lease and when it was last renewed.
      */
     @Override
-    public Optional<Moment> leadingUntil() {
+    public Observation.Lease look() {
         Moment now = clock.now();
         LeaseState current = loop.state();
-        Optional<Moment> until = current.leadingUntil(now, settings.renewDeadline());
-        if (until.isEmpty() && current.leading() && current.lastWriteSent().isPresent() && !current.warned()) {
-            loop.update(LeaseState::warnedOfTheDeadline);
-            LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
-                    settings.renewDeadline().toSeconds());
-        }
-        return until;
+        return new Observation.Lease(settings.name(), current.decided(now, settings.retryPeriod()),
+                current.leadingUntil(now, settings.renewDeadline()), current.holder(), current.renewed());
     }
 
-    @Override
+    /** Whether this warden leads now. */
     public boolean leading() {
-        return leadingUntil().isPresent();
+        return look().leading(clock.now());
     }
 
-    /** The first read of the Lease was answered (or failed), or took longer than a request may. */
-    @Override
-    public boolean decided() {
-        return loop.state().decided(clock.now(), settings.retryPeriod());
+    /** Who holds the Lease, as last seen. */
+    public Optional<String> holder() {
+        return loop.state().holder();
     }
 
     @Override
@@ -114,16 +108,6 @@ public final class LeaseElection implements GateElection {
     @Override
     public String identity() {
         return settings.identity();
-    }
-
-    @Override
-    public Optional<String> holder() {
-        return loop.state().holder();
-    }
-
-    @Override
-    public Optional<Instant> renewed() {
-        return loop.state().renewed();
     }
 
     /**

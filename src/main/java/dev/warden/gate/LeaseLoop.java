@@ -380,7 +380,7 @@ public final class LeaseLoop {
         } else {
             if (contending()) {
                 LeaseState before = state.getAndUpdate(LeaseState::stoppedLeading);
-                if (before.leading() && !before.warned()) {
+                if (before.leading()) {
                     LOG.warnf("Stepped down: the Lease %s was not renewed within %d s", settings.name(),
                             settings.renewDeadline().toSeconds());
                 }

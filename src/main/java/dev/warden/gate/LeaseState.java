@@ -19,14 +19,13 @@ import java.util.Optional;
  * @param holder the holder as last seen (empty: none, or a released Lease)
  * @param renewed when the Lease was last renewed, as last read or written
  * @param asideUntil while this warden stays out of the election after stepping aside
- * @param warned whether the step-down at the deadline has been logged
  */
 public record LeaseState(boolean leading, Optional<Moment> lastWriteSent, Moment lastAsked, Optional<Moment> contendingSince,
-        boolean answered, Optional<String> holder, Optional<Instant> renewed, Optional<Moment> asideUntil, boolean warned) {
+        boolean answered, Optional<String> holder, Optional<Instant> renewed, Optional<Moment> asideUntil) {
 
     public static LeaseState initial(Moment now) {
         return new LeaseState(false, Optional.empty(), now, Optional.empty(), false, Optional.empty(), Optional.empty(),
-                Optional.empty(), false);
+                Optional.empty());
     }
 
     /**
@@ -63,11 +62,11 @@ public record LeaseState(boolean leading, Optional<Moment> lastWriteSent, Moment
     }
 
     public LeaseState began(Moment now) {
-        return new LeaseState(leading, lastWriteSent, now, Optional.of(now), answered, holder, renewed, asideUntil, warned);
+        return new LeaseState(leading, lastWriteSent, now, Optional.of(now), answered, holder, renewed, asideUntil);
     }
 
     public LeaseState asked(Moment now) {
-        return new LeaseState(leading, lastWriteSent, now, contendingSince, answered, holder, renewed, asideUntil, warned);
+        return new LeaseState(leading, lastWriteSent, now, contendingSince, answered, holder, renewed, asideUntil);
     }
 
     /**
@@ -79,47 +78,40 @@ public record LeaseState(boolean leading, Optional<Moment> lastWriteSent, Moment
     public LeaseState read(Optional<String> holderIdentity, Optional<Instant> renewTime, String identity) {
         boolean answer = answered || !holderIdentity.equals(Optional.of(identity));
         return new LeaseState(leading, lastWriteSent, lastAsked, contendingSince, answer, holder, renewTime.or(() -> renewed),
-                asideUntil, warned);
+                asideUntil);
     }
 
     /** A read or a write that failed: answered all the same (the API server is there, or is not), nothing learnt. */
     public LeaseState failed() {
-        return new LeaseState(leading, lastWriteSent, lastAsked, contendingSince, true, holder, renewed, asideUntil, warned);
+        return new LeaseState(leading, lastWriteSent, lastAsked, contendingSince, true, holder, renewed, asideUntil);
     }
 
     /** A write the API server took, sent at {@code sentAt}: when it names this warden, its lead counts from there. */
     public LeaseState accepted(String writtenHolder, Optional<Instant> renewTime, String identity, Moment sentAt) {
         boolean mine = identity.equals(writtenHolder);
         return new LeaseState(leading, mine ? Optional.of(sentAt) : lastWriteSent, lastAsked, contendingSince, true, holder,
-                renewTime.or(() -> renewed), asideUntil, mine ? false : warned);
+                renewTime.or(() -> renewed), asideUntil);
     }
 
     public LeaseState startedLeading(String identity) {
         return new LeaseState(true, lastWriteSent, lastAsked, contendingSince, answered, Optional.of(identity), renewed,
-                asideUntil, false);
+                asideUntil);
     }
 
     public LeaseState stoppedLeading() {
-        return new LeaseState(false, lastWriteSent, lastAsked, contendingSince, answered, holder, renewed, asideUntil, warned);
+        return new LeaseState(false, lastWriteSent, lastAsked, contendingSince, answered, holder, renewed, asideUntil);
     }
 
     /** The holder seen changed; empty: the Lease was released and names nobody. */
     public LeaseState newLeader(Optional<String> identity) {
-        return new LeaseState(leading, lastWriteSent, lastAsked, contendingSince, answered, identity, renewed, asideUntil,
-                warned);
+        return new LeaseState(leading, lastWriteSent, lastAsked, contendingSince, answered, identity, renewed, asideUntil);
     }
 
     public LeaseState asideUntil(Moment until) {
-        return new LeaseState(false, lastWriteSent, lastAsked, contendingSince, answered, holder, renewed, Optional.of(until),
-                warned);
+        return new LeaseState(false, lastWriteSent, lastAsked, contendingSince, answered, holder, renewed, Optional.of(until));
     }
 
     public LeaseState backIn() {
-        return new LeaseState(leading, lastWriteSent, lastAsked, contendingSince, answered, holder, renewed, Optional.empty(),
-                warned);
-    }
-
-    public LeaseState warnedOfTheDeadline() {
-        return new LeaseState(leading, lastWriteSent, lastAsked, contendingSince, answered, holder, renewed, asideUntil, true);
+        return new LeaseState(leading, lastWriteSent, lastAsked, contendingSince, answered, holder, renewed, Optional.empty());
     }
 }

@@ -3,6 +3,7 @@ package dev.warden.gate;
 import dev.warden.lock.FileId;
 import dev.warden.lock.LockProbe;
 import dev.warden.time.Moment;
+import java.time.Instant;
 import java.util.Optional;
 import java.util.Set;
 
@@ -66,8 +67,15 @@ public record Observation(Moment now, Gate gate, Optional<Lease> lease, Optional
      *     know yet whether it still leads
      * @param leadingUntil while this warden leads: the moment its lead ends unless renewed (its last renewal the API
      *     server took, plus the renew deadline)
+     * @param holder who holds it as last seen (empty: nobody, or not read yet), for the status
+     * @param renewed when it was last renewed, as last read or written (the wall clock's), for the status
      */
-    public record Lease(String name, boolean decided, Optional<Moment> leadingUntil) {
+    public record Lease(String name, boolean decided, Optional<Moment> leadingUntil, Optional<String> holder,
+            Optional<Instant> renewed) {
+
+        public Lease(String name, boolean decided, Optional<Moment> leadingUntil) {
+            this(name, decided, leadingUntil, Optional.empty(), Optional.empty());
+        }
 
         public boolean leading(Moment now) {
             return leadingUntil.filter(now::isBefore).isPresent();

@@ -117,7 +117,7 @@ public final class PodGate implements GateWorld {
     @Override
     public Optional<Observation.Lease> lease() {
         GateElection election = lease.get();
-        return Optional.ofNullable(election).map(l -> new Observation.Lease(l.name(), l.decided(), l.leadingUntil()));
+        return Optional.ofNullable(election).map(GateElection::look);
     }
 
     @Override

@@ -107,7 +107,7 @@ class GateDecisionTest {
     }
 
     record Row(String name, GateTimings timings, GatePhase phase, Observation seen, Class<?> nextPhase,
-            Class<? extends Word> word, List<Class<? extends GateAction>> actions, String reason) {
+            Class<? extends Word> word, List<Class<? extends GateAction>> actions, GateOutcome outcome, String reason) {
         @Override
         public String toString() {
             return name;
@@ -115,13 +115,13 @@ class GateDecisionTest {
     }
 
     static Row row(String name, GatePhase phase, Observation seen, Class<?> next, Class<? extends Word> word,
-            List<Class<? extends GateAction>> actions, String reason) {
-        return new Row(name, FILE, phase, seen, next, word, actions, reason);
+            List<Class<? extends GateAction>> actions, GateOutcome outcome, String reason) {
+        return new Row(name, FILE, phase, seen, next, word, actions, outcome, reason);
     }
 
     static Row lease(String name, GatePhase phase, Observation seen, Class<?> next, Class<? extends Word> word,
-            List<Class<? extends GateAction>> actions, String reason) {
-        return new Row(name, LEASE, phase, seen, next, word, actions, reason);
+            List<Class<? extends GateAction>> actions, GateOutcome outcome, String reason) {
+        return new Row(name, LEASE, phase, seen, next, word, actions, outcome, reason);
     }
 
     static final Observation.Lease LEADING = new Observation.Lease("gate", true, Optional.of(NOW.plus(Duration.ofSeconds(8))));
@@ -133,95 +133,111 @@ class GateDecisionTest {
         return Stream.of(
                 row("another warden holds the gate: stand by, wait for it in the kernel, and say stop",
                         longStandby(), with(free, new Observation.Gate.NotHeld()), Standby.class, Word.Stop.class,
-                        List.of(Contend.class, Say.class), "standing by: another warden holds the gate"),
+                        List.of(Contend.class, Say.class), GateOutcome.STANDING_BY,
+                        "standing by: another warden holds the gate"),
                 row("elected on a gate file watched for longer than a settle, server.lock free: lilbee may start at once",
-                        longStandby(), free, Elected.class, Word.Start.class, List.of(Say.class), "elected: lilbee may start"),
+                        longStandby(), free, Elected.class, Word.Start.class, List.of(Say.class), GateOutcome.MAY_START,
+                        "elected: lilbee may start"),
                 row("elected on a gate file new to this warden: settle first",
                         new Standby(new Watch(Optional.of(GATE), NOW.minus(Duration.ofSeconds(3))), at(0), at(0)), free,
-                        Elected.class, Word.Stop.class, List.of(Say.class), "lilbee may start 7000 ms after this warden was elected"),
+                        Elected.class, Word.Stop.class, List.of(Say.class), GateOutcome.SETTLING,
+                        "lilbee may start 7000 ms after this warden was elected"),
                 row("a fresh warden elected at once: settle",
                         GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), free, Elected.class, Word.Stop.class, List.of(Say.class),
-                        "lilbee may start 10000 ms after"),
+                        GateOutcome.SETTLING, "lilbee may start 10000 ms after"),
                 row("a fresh warden beside its lilbee on the server.lock at the path: it goes on, no settle",
                         GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), lilbee(free, 4242, at(0), SERVER, GATE), Elected.class,
-                        Word.Go.class, List.of(Say.class), "elected: this pod's lilbee (pid 4242) holds server.lock: serving"),
+                        Word.Go.class, List.of(Say.class), GateOutcome.SERVING,
+                        "elected: this pod's lilbee (pid 4242) holds server.lock: serving"),
                 row("a fresh warden beside a lilbee still starting: it goes on, under the gate lock it holds",
                         GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), lilbee(free, 4242, NOW.minus(Duration.ofSeconds(2)), GATE),
-                        Elected.class, Word.Go.class, List.of(Say.class), "is starting"),
+                        Elected.class, Word.Go.class, List.of(Say.class), GateOutcome.STARTING, "is starting"),
                 row("a fresh warden beside a lilbee that has run for long on no lock at the path (a renamed server.lock):"
                         + " stop it", GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), lilbee(free, 4242, at(0), OLD_SERVER, GATE),
-                        Elected.class, Word.Stop.class, List.of(Say.class), "holds no lock on the server.lock at the path"),
+                        Elected.class, Word.Stop.class, List.of(Say.class), GateOutcome.FENCING,
+                        "holds no lock on the server.lock at the path"),
                 row("elected, server.lock held by a process that is not this pod's lilbee: none starts",
                         elected(), with(free, new Observation.Server(Optional.of(SERVER), Optional.of(LockProbe.HELD),
-                                Optional.empty())), Elected.class, Word.Stop.class, List.of(Say.class), "not this pod's lilbee"),
+                                Optional.empty())), Elected.class, Word.Stop.class, List.of(Say.class),
+                                GateOutcome.SERVER_LOCK_HELD,
+                                "not this pod's lilbee"),
                 row("elected, server.lock not looked at yet: look first",
                         elected(), with(free, Observation.Server.unlooked(Optional.of(SERVER))), Elected.class,
-                        Word.Stop.class, List.of(Say.class), "looking at server.lock"),
+                        Word.Stop.class, List.of(Say.class), GateOutcome.LOOKING, "looking at server.lock"),
                 row("elected, server.lock cannot be looked at: the failure is the reason",
                         elected(), with(free, new Observation.Server(Optional.of(SERVER), Optional.empty(),
                                 Optional.of("server.lock is a directory"))), Elected.class, Word.Stop.class, List.of(Say.class),
-                        "server.lock is a directory"),
+                        GateOutcome.SERVER_LOCK_FAILED, "server.lock is a directory"),
                 row("no server.lock yet: lilbee may start and create it",
                         elected(), with(free, new Observation.Server(Optional.empty(), Optional.of(LockProbe.ABSENT),
-                                Optional.empty())), Elected.class, Word.Start.class, List.of(Say.class), "lilbee may start"),
+                                Optional.empty())), Elected.class, Word.Start.class, List.of(Say.class),
+                                GateOutcome.MAY_START,
+                                "lilbee may start"),
                 row("elected, this pod's lilbee serves: go on",
                         elected(), lilbee(free, 4242, at(0), SERVER, GATE), Elected.class, Word.Go.class, List.of(Say.class),
-                        "holds server.lock: serving"),
+                        GateOutcome.SERVING, "holds server.lock: serving"),
                 row("a lilbee holding another gate file's lock than this warden's (started under a replaced one): stop it",
                         elected(), lilbee(free, 4242, at(0), SERVER, NEW_GATE), Elected.class, Word.Stop.class,
-                        List.of(Say.class), "holds the lock of a gate file since replaced"),
+                        List.of(Say.class), GateOutcome.FENCING, "holds the lock of a gate file since replaced"),
                 row("a fresh warden beside a lilbee on server.lock but under another gate file's lock: it settles, lilbee stops",
                         GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), lilbee(free, 4242, at(0), SERVER), Elected.class,
-                        Word.Stop.class, List.of(Say.class), "not this warden's"),
+                        Word.Stop.class, List.of(Say.class), GateOutcome.FENCING, "not this warden's"),
                 row("elected, the lilbee proven before now holds a file no longer at the path: stop it",
                         new Elected(new Watch(Optional.of(GATE), at(0)), at(1000), Optional.empty(),
                                 Optional.of(new Proven(4242, 7, OLD_SERVER)), Optional.empty(), at(0)),
                         lilbee(free, 4242, at(0), OLD_SERVER, GATE), Elected.class, Word.Stop.class, List.of(Say.class),
-                        "no longer the file at the path"),
+                        GateOutcome.FENCING, "no longer the file at the path"),
                 row("the gate file held was replaced: not elected any more, let it go and contend for the new one",
                         elected(), new Observation(NOW, new Observation.Gate.Held(GATE, false), Optional.empty(),
                                 Optional.of(NEW_GATE), free.server(), free.supervisor()), Standby.class, Word.Stop.class,
-                        List.of(ReleaseGate.class, Contend.class, Say.class), "not elected any more: the gate file"),
+                        List.of(ReleaseGate.class, Contend.class, Say.class), GateOutcome.NOT_ELECTED_ANY_MORE,
+                        "not elected any more: the gate file"),
                 row("the volume cannot lock (file mode): stand by, try again, say why",
                         longStandby(), with(free, new Observation.Gate.Unlockable("cannot lock it: no locks here")),
-                        Standby.class, Word.Stop.class, List.of(Contend.class, Say.class), "no locks here"),
+                        Standby.class, Word.Stop.class, List.of(Contend.class, Say.class), GateOutcome.STANDING_BY,
+                        "no locks here"),
                 lease("lease mode, not asked yet (a restarted warden): not a word, nothing done",
                         GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), with(lilbee(free, 4242, at(0), SERVER, GATE), UNDECIDED),
-                        Standby.class, Word.Silent.class, List.of(Say.class), "asking the API server"),
+                        Standby.class, Word.Silent.class, List.of(Say.class), GateOutcome.ASKING_THE_LEASE,
+                        "asking the API server"),
                 lease("lease mode, the Lease lost: let the gate go, contend for nothing, stop lilbee",
                         elected(), with(lilbee(free, 4242, at(0), SERVER, GATE), NOT_LEADING), Standby.class, Word.Stop.class,
-                        List.of(ReleaseGate.class, Say.class), "not elected any more: this warden does not hold the Lease"),
+                        List.of(ReleaseGate.class, Say.class), GateOutcome.NOT_ELECTED_ANY_MORE,
+                        "not elected any more: this warden does not lead the Lease"),
                 lease("lease mode, leading, the gate lock not held yet: contend for it",
                         longStandby(), with(with(free, new Observation.Gate.NotHeld()), LEADING), Standby.class,
-                        Word.Stop.class, List.of(Contend.class, Say.class), "another warden holds the gate"),
+                        Word.Stop.class, List.of(Contend.class, Say.class), GateOutcome.STANDING_BY,
+                        "another warden holds the gate"),
                 lease("lease mode, leading and holding the gate: no settle, the Lease's passing was the wait",
                         GatePhase.begin(Optional.of(GATE), NOW, FILE.permit()), with(free, LEADING), Elected.class, Word.Start.class,
-                        List.of(Say.class), "lilbee may start"),
+                        List.of(Say.class), GateOutcome.MAY_START, "lilbee may start"),
                 lease("lease mode on a volume that cannot lock: the Lease alone elects",
                         longStandby(), with(with(free, new Observation.Gate.Unlockable("no locks")), LEADING),
-                        Elected.class, Word.Start.class, List.of(Say.class), "lilbee may start"),
+                        Elected.class, Word.Start.class, List.of(Say.class), GateOutcome.MAY_START, "lilbee may start"),
                 row("the elected pod has not served for the handover time and runs no lilbee: the gate goes",
                         new Elected(new Watch(Optional.of(GATE), at(0)), at(1000), Optional.empty(), Optional.empty(),
                                 Optional.of(NOW.minus(HANDOVER)), at(0)), with(free, new Observation.Supervisor(false, Optional.empty())),
                         Standby.class, Word.Stop.class, List.of(Say.class, ReleaseGate.class),
-                        "letting the gate go to a standby"),
+                        GateOutcome.HANDED_OVER, "letting the gate go to a standby"),
                 row("after a handover, not contending for the handover time: a standby waiting in the kernel takes the gate",
                         new Standby(new Watch(Optional.of(GATE), at(0)), at(1000), at(0), NOW.plus(Duration.ofMillis(1))),
                         with(free, new Observation.Gate.NotHeld()), Standby.class, Word.Stop.class, List.of(Say.class),
-                        "holding back after a handover"),
+                        GateOutcome.HOLDING_BACK, "holding back after a handover"),
                 row("after a handover and its wait, contending again: with no standby this pod is elected again",
                         new Standby(new Watch(Optional.of(GATE), at(0)), at(1000), at(0), NOW),
                         with(free, new Observation.Gate.NotHeld()), Standby.class, Word.Stop.class,
-                        List.of(Contend.class, Say.class), "standing by: another warden holds the gate"),
+                        List.of(Contend.class, Say.class), GateOutcome.STANDING_BY,
+                        "standing by: another warden holds the gate"),
                 lease("lease mode hands over by stepping aside too",
                         new Elected(new Watch(Optional.of(GATE), at(0)), at(1000), Optional.empty(), Optional.empty(),
                                 Optional.of(NOW.minus(HANDOVER)), at(0)), with(with(free, new Observation.Supervisor(false,
                                         Optional.empty())), LEADING), Standby.class, Word.Stop.class,
-                        List.of(Say.class, ReleaseGate.class, StepAside.class), "letting the gate go"),
+                        List.of(Say.class, ReleaseGate.class, StepAside.class), GateOutcome.HANDED_OVER,
+                        "letting the gate go"),
                 row("no handover while a lilbee is starting",
                         new Elected(new Watch(Optional.of(GATE), at(0)), at(1000), Optional.empty(), Optional.empty(),
                                 Optional.of(NOW.minus(HANDOVER)), at(0)), lilbee(free, 4242, NOW.minus(Duration.ofSeconds(1)), GATE),
-                        Elected.class, Word.Go.class, List.of(Say.class), "is starting"));
+                        Elected.class, Word.Go.class, List.of(Say.class), GateOutcome.STARTING, "is starting"));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -232,6 +248,7 @@ class GateDecisionTest {
         assertInstanceOf(row.word(), step.word(), step.reason());
         assertEquals(row.actions(), step.actions().stream().map(Object::getClass).toList(), step.reason());
         assertTrue(step.reason().contains(row.reason()), "reason: " + step.reason());
+        assertEquals(row.outcome(), step.outcome(), step.reason());
         assertTrue(step.actions().contains(new Say(step.word())), "the word said is the step's");
     }
 

@@ -3,6 +3,7 @@ package dev.warden.simulation;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.warden.gate.GateDecision;
+import dev.warden.gate.WordingCheck;
 import java.util.Locale;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -11,7 +12,8 @@ import org.junit.jupiter.api.Test;
  * Gate mode, simulated: seed after seed (Sim draws each run from its seed: the election, the pods, the chaos), at
  * least {@code warden.sim.steps} steps in all (10,000,000: about 220 runs), on every core, every step checked for two
  * lilbees serving, the quiet for a pod serving again within the recovery bound, and every run's end for exactly one pod
- * serving steadily and every pod able to. A violation names its
+ * serving steadily and every pod able to, and every decision made again with its sentences reworded to the same Events,
+ * log levels and metrics ({@link WordingCheck}). A violation names its
  * seed and the events that led to it; {@code -Dwarden.sim.seed=N} replays that one seed and prints its whole trace.
  */
 class GateSimulationTest {
@@ -39,8 +41,10 @@ class GateSimulationTest {
         }
         long began = System.nanoTime();
         long first = Long.getLong("warden.sim.first-seed", 1);
+        // Every decision is also checked to do the same with its sentences reworded.
+        WordingCheck wording = new WordingCheck();
         Map<Long, Sim.Outcome> outcomes = Sim.runSeeds(first, STEPS,
-                seed -> Sim.run(seed, Long.MAX_VALUE, 300, Sim.none(), GateDecision::new), o -> o.violation().isPresent());
+                seed -> Sim.run(seed, Long.MAX_VALUE, 300, Sim.none(), wording::decision), o -> o.violation().isPresent());
         // A violation fails, the lowest seed's first; else the seeds a search one at a time takes (from the first,
         // until the budget), whatever the cores.
         outcomes.entrySet().stream().filter(e -> e.getValue().violation().isPresent()).min(Map.Entry.comparingByKey())
@@ -60,5 +64,7 @@ class GateSimulationTest {
         System.out.printf(Locale.ROOT, "SIMULATION %d runs (seeds %d to %d), %,d steps, no violation, %.1f s; the longest"
                 + " unserved with a pod able to serve: %.1f s (seed %d)%n", seed - first, first, seed - 1, steps,
                 (System.nanoTime() - began) / 1e9, longestUnserved / 1e9, longestSeed);
+        System.out.println("SIMULATION wording: " + wording.summary());
+        wording.assertCovered();
     }
 }

@@ -176,7 +176,7 @@ final class SimWarden {
         if (result.seen().gate() instanceof Observation.Gate.Lost) {
             sim.log(proc, "its gate lock vanished under it");
         }
-        if (last == null || !last.reason().equals(result.step().reason())) {
+        if (result.step().isNewsAfter(last)) {
             sim.log(proc, result.step().reason());
         }
         last = result.step();
