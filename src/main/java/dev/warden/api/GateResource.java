@@ -3,7 +3,7 @@ package dev.warden.api;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.warden.control.ControlSocket;
-import dev.warden.gate.GateKeeper;
+import dev.warden.gate.pod.GateKeeper;
 import io.smallrye.common.annotation.Blocking;
 import jakarta.ws.rs.DefaultValue;
 import jakarta.ws.rs.HeaderParam;

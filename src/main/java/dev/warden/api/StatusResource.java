@@ -3,7 +3,7 @@ package dev.warden.api;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.Mode;
 import dev.warden.config.WardenConfig;
-import dev.warden.gate.GateKeeper;
+import dev.warden.gate.pod.GateKeeper;
 import dev.warden.engine.EngineInspector;
 import dev.warden.hold.LockInspector;
 import dev.warden.hold.LockKeeper;

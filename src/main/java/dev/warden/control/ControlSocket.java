@@ -1,6 +1,6 @@
 package dev.warden.control;
 
-import dev.warden.gate.GateKeeper;
+import dev.warden.gate.pod.GateKeeper;
 import dev.warden.lock.FileLocker;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;

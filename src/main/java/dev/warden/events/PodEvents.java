@@ -2,7 +2,7 @@ package dev.warden.events;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.warden.gate.OwnPod;
+import dev.warden.kube.OwnPod;
 import io.quarkus.runtime.ShutdownEvent;
 import jakarta.annotation.Priority;
 import jakarta.enterprise.event.Observes;

@@ -56,7 +56,7 @@ public final class GateRound {
             if (phase instanceof GatePhase.Elected elected) {
                 elected.proven().map(GatePhase.Proven::file).ifPresent(wanted::add);
             }
-            LilbeeProof.Holding holding = world.holds(reported, wanted);
+            GateWorld.Holding holding = world.holds(reported, wanted);
             return new Observation.Lilbee(reported.pid(), reported.startTicks(), reported.launched(), holding.locked(),
                     holding.open());
         });

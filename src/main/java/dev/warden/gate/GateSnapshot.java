@@ -4,7 +4,7 @@ import dev.warden.config.LilbeePaths;
 import dev.warden.gate.GateAction.Word;
 import dev.warden.gate.GateDecision.LilbeeState;
 import dev.warden.gate.GateDecision.Step;
-import dev.warden.hold.HoldSnapshot.Phase;
+import dev.warden.keeper.KeeperPhase;
 import dev.warden.lock.LockProbe;
 import dev.warden.time.Moment;
 import java.nio.file.Path;
@@ -27,11 +27,11 @@ import java.util.function.Function;
  * @param settled whether an election now would let this pod's lilbee start at once: it has watched the gate file at
  *     the path for the settle (or elects by a Lease); a standby that has not would wait out the rest first
  */
-public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, ServerLockState server, boolean started,
+public record GateSnapshot(KeeperPhase phase, LilbeePaths paths, GateState gate, ServerLockState server, boolean started,
         boolean serving, Optional<String> note, Optional<LeaseView> lease, OptionalLong warm, boolean settled) {
 
     public static GateSnapshot notStarted() {
-        return new GateSnapshot(Phase.NOT_STARTED, null, new GateState.Waiting("not started"), new ServerLockState.NotInPod(),
+        return new GateSnapshot(KeeperPhase.NOT_STARTED, null, new GateState.Waiting("not started"), new ServerLockState.NotInPod(),
                 false, false, Optional.empty(), Optional.empty(), OptionalLong.empty(), false);
     }
 
@@ -39,7 +39,7 @@ public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, Serve
      * The picture after a round: {@code step} is the round's decision and {@code seen} what it saw (both empty before the
      * first round), {@code instant} turns the gate's monotonic moments into the wall clock's for the status.
      */
-    static GateSnapshot of(Phase phase, LilbeePaths paths, GatePhase gatePhase, Optional<Step> step, Optional<Observation> seen,
+    public static GateSnapshot of(KeeperPhase phase, LilbeePaths paths, GatePhase gatePhase, Optional<Step> step, Optional<Observation> seen,
             OptionalLong gateHolder, Function<Moment, Instant> instant, Optional<LeaseView> lease, OptionalLong warm) {
         if (step.isEmpty() || seen.isEmpty()) {
             return new GateSnapshot(phase, paths, new GateState.Waiting("not tried yet"), new ServerLockState.NotInPod(),
@@ -54,7 +54,7 @@ public record GateSnapshot(Phase phase, LilbeePaths paths, GateState gate, Serve
             case GatePhase.Standby standby -> new GateState.Standby(instant.apply(standby.since()), gateHolder);
         };
         Word word = step.get().word();
-        boolean running = phase == Phase.RUNNING;
+        boolean running = phase == KeeperPhase.RUNNING;
         return new GateSnapshot(phase, paths, gate, server(step.get(), seen.get().server()),
                 running && (word instanceof Word.Start || word instanceof Word.Go), running && step.get().serving(),
                 Optional.of(step.get().reason()), lease, warm, step.get().settled());

@@ -56,7 +56,7 @@ public interface GateWorld {
     Optional<Reported> reportedLilbee();
 
     /** Which of {@code wanted} that lilbee holds an exclusive flock on through a descriptor of its own, and has open. */
-    LilbeeProof.Holding holds(Reported lilbee, Set<FileId> wanted);
+    Holding holds(Reported lilbee, Set<FileId> wanted);
 
     /** Take the gate lock if it is free, else wait for it in the kernel. */
     void contend();
@@ -75,6 +75,11 @@ public interface GateWorld {
 
     /** Tell the supervisor. */
     void say(Word word);
+
+    /** Of the files asked about, those a lilbee holds an exclusive flock on, and those it has a descriptor of. */
+    record Holding(Set<FileId> locked, Set<FileId> open) {
+        public static final Holding NOTHING = new Holding(Set.of(), Set.of());
+    }
 
     /** A lilbee as its supervisor named it. */
     record Reported(long pid, long startTicks, Moment launched) {

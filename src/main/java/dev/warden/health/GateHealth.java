@@ -2,9 +2,9 @@ package dev.warden.health;
 
 import dev.warden.gate.GateSnapshot;
 import dev.warden.gate.GateState;
-import dev.warden.gate.LilbeeAnswers;
 import dev.warden.gate.ServerLockState;
-import dev.warden.hold.HoldSnapshot;
+import dev.warden.gate.pod.LilbeeAnswers;
+import dev.warden.keeper.KeeperPhase;
 import java.util.Optional;
 import org.eclipse.microprofile.health.HealthCheckResponse;
 import org.eclipse.microprofile.health.HealthCheckResponseBuilder;
@@ -17,7 +17,7 @@ final class GateHealth {
 
     /** Whether the gate keeper runs: {@code serve} chose gate mode. */
     static boolean active(GateSnapshot snapshot) {
-        return snapshot.phase() != HoldSnapshot.Phase.NOT_STARTED;
+        return snapshot.phase() != KeeperPhase.NOT_STARTED;
     }
 
     /** Ready while this pod's lilbee holds {@code server.lock} (and, with a health URL, answers). */
@@ -33,7 +33,7 @@ final class GateHealth {
             }
         }
         describe(response, snapshot);
-        return response.status(up && snapshot.phase() == HoldSnapshot.Phase.RUNNING).build();
+        return response.status(up && snapshot.phase() == KeeperPhase.RUNNING).build();
     }
 
     /**
@@ -42,7 +42,7 @@ final class GateHealth {
      */
     static HealthCheckResponse startup(GateSnapshot snapshot) {
         HealthCheckResponseBuilder response = HealthCheckResponse.named("gate-startup")
-                .status(snapshot.phase() == HoldSnapshot.Phase.RUNNING);
+                .status(snapshot.phase() == KeeperPhase.RUNNING);
         response.withData("gate.state", snapshot.gate().label());
         snapshot.note().ifPresent(n -> response.withData("note", n));
         return response.build();

@@ -1,8 +1,8 @@
 package dev.warden.health;
 
 import dev.warden.config.WardenConfig;
-import dev.warden.gate.GateKeeper;
-import dev.warden.hold.KeeperLoop;
+import dev.warden.gate.pod.GateKeeper;
+import dev.warden.keeper.KeeperLoop;
 import dev.warden.hold.LockKeeper;
 import jakarta.enterprise.context.ApplicationScoped;
 import org.eclipse.microprofile.health.HealthCheck;

@@ -1,12 +1,13 @@
 package dev.warden.health;
 
-import dev.warden.gate.GateKeeper;
 import dev.warden.gate.GateSnapshot;
-import dev.warden.gate.LilbeeAnswers;
+import dev.warden.gate.pod.GateKeeper;
+import dev.warden.gate.pod.LilbeeAnswers;
 import dev.warden.hold.HoldSnapshot;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.LockState;
 import dev.warden.hold.LockStatus;
+import dev.warden.keeper.KeeperPhase;
 import jakarta.enterprise.context.ApplicationScoped;
 import org.eclipse.microprofile.health.HealthCheck;
 import org.eclipse.microprofile.health.HealthCheckResponse;
@@ -40,8 +41,8 @@ public class LockReadinessCheck implements HealthCheck {
         }
         HoldSnapshot snapshot = keeper.snapshot();
         HealthCheckResponseBuilder response = HealthCheckResponse.named("locks").status(snapshot.allHeld());
-        if (snapshot.phase() != HoldSnapshot.Phase.RUNNING) {
-            return response.withData("state", snapshot.phase() == HoldSnapshot.Phase.STOPPED ? "stopped" : "not serving")
+        if (snapshot.phase() != KeeperPhase.RUNNING) {
+            return response.withData("state", snapshot.phase() == KeeperPhase.STOPPED ? "stopped" : "not serving")
                     .build();
         }
         for (LockStatus lock : snapshot.locks()) {

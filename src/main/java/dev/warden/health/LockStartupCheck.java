@@ -1,10 +1,11 @@
 package dev.warden.health;
 
 import dev.warden.config.WardenConfig;
-import dev.warden.gate.GateKeeper;
 import dev.warden.gate.GateSnapshot;
+import dev.warden.gate.pod.GateKeeper;
 import dev.warden.hold.HoldSnapshot;
 import dev.warden.hold.LockKeeper;
+import dev.warden.keeper.KeeperPhase;
 import jakarta.enterprise.context.ApplicationScoped;
 import org.eclipse.microprofile.health.HealthCheck;
 import org.eclipse.microprofile.health.HealthCheckResponse;
@@ -38,7 +39,7 @@ public class LockStartupCheck implements HealthCheck {
         }
         HoldSnapshot snapshot = keeper.snapshot();
         boolean requireLock = config.startup().requireLock();
-        boolean started = requireLock ? snapshot.everHeldAll() : snapshot.phase() != HoldSnapshot.Phase.NOT_STARTED;
+        boolean started = requireLock ? snapshot.everHeldAll() : snapshot.phase() != KeeperPhase.NOT_STARTED;
         return HealthCheckResponse.named("locks-startup").status(started)
                 .withData("require-lock", requireLock)
                 .build();

@@ -1,9 +1,9 @@
 package dev.warden.health;
 
-import dev.warden.gate.GateKeeper;
 import dev.warden.gate.GateSnapshot;
 import dev.warden.gate.GateState;
-import dev.warden.hold.HoldSnapshot;
+import dev.warden.gate.pod.GateKeeper;
+import dev.warden.keeper.KeeperPhase;
 import io.smallrye.health.api.HealthGroup;
 import jakarta.enterprise.context.ApplicationScoped;
 import org.eclipse.microprofile.health.HealthCheck;
@@ -38,7 +38,7 @@ public class RoutableCheck implements HealthCheck {
         // A standby is routable once it could serve at once if elected: a fresh one waits out the settle first, which a
         // rolling update would otherwise count as a standby ready to take over.
         boolean canTakeOver = snapshot.gate() instanceof GateState.Elected || snapshot.settled();
-        boolean up = snapshot.phase() == HoldSnapshot.Phase.RUNNING && !(snapshot.gate() instanceof GateState.Failed)
+        boolean up = snapshot.phase() == KeeperPhase.RUNNING && !(snapshot.gate() instanceof GateState.Failed)
                 && canTakeOver;
         return HealthCheckResponse.named("gate-routable").status(up).withData("gate.state", snapshot.gate().label())
                 .withData("serving", snapshot.serving()).withData("settled", snapshot.settled()).build();

@@ -1,5 +1,6 @@
 package dev.warden.hold;
 
+import dev.warden.keeper.KeeperPhase;
 import java.util.List;
 import java.util.Optional;
 
@@ -11,14 +12,10 @@ import java.util.Optional;
  * @param locks every configured lock in the order taken
  * @param everHeldAll whether warden has held all its locks at least once (the startup probe)
  */
-public record HoldSnapshot(Phase phase, List<LockStatus> locks, boolean everHeldAll) {
-
-    public enum Phase {
-        NOT_STARTED, RUNNING, STOPPED
-    }
+public record HoldSnapshot(KeeperPhase phase, List<LockStatus> locks, boolean everHeldAll) {
 
     public static HoldSnapshot notStarted() {
-        return new HoldSnapshot(Phase.NOT_STARTED, List.of(), false);
+        return new HoldSnapshot(KeeperPhase.NOT_STARTED, List.of(), false);
     }
 
     public HoldSnapshot {
@@ -26,7 +23,7 @@ public record HoldSnapshot(Phase phase, List<LockStatus> locks, boolean everHeld
     }
 
     public boolean allHeld() {
-        return phase == Phase.RUNNING && !locks.isEmpty() && locks.stream().allMatch(LockStatus::held);
+        return phase == KeeperPhase.RUNNING && !locks.isEmpty() && locks.stream().allMatch(LockStatus::held);
     }
 
     public Optional<LockStatus> lock(LockKind kind) {

@@ -2,6 +2,8 @@ package dev.warden.hold;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
+import dev.warden.keeper.KeeperLoop;
+import dev.warden.keeper.KeeperPhase;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;
@@ -129,7 +131,7 @@ public class LockKeeper {
                 return refusal;
             }
         }
-        publish(HoldSnapshot.Phase.RUNNING);
+        publish(KeeperPhase.RUNNING);
         loop.start(this::round, this::pendingWait, this::finish);
         return Optional.empty();
     }
@@ -170,7 +172,7 @@ public class LockKeeper {
 
     /** The paths being held, canonicalised; empty before {@link #start}. */
     public Optional<LilbeePaths> paths() {
-        return Optional.ofNullable(published.get().phase() == HoldSnapshot.Phase.NOT_STARTED ? null : paths);
+        return Optional.ofNullable(published.get().phase() == KeeperPhase.NOT_STARTED ? null : paths);
     }
 
     /** Whether the keeper's own machinery works (see {@link KeeperLoop#health}), for the liveness probe. */
@@ -215,7 +217,7 @@ public class LockKeeper {
             takeInOrder(clock.instant());
         } finally {
             writeOwnerIfDue();
-            publish(HoldSnapshot.Phase.RUNNING);
+            publish(KeeperPhase.RUNNING);
         }
     }
 
@@ -231,7 +233,7 @@ public class LockKeeper {
             }
         }
         releaseFrom(0);
-        publish(HoldSnapshot.Phase.STOPPED);
+        publish(KeeperPhase.STOPPED);
         LOG.info("The lock keeper has stopped");
     }
 
@@ -409,7 +411,7 @@ public class LockKeeper {
         }
     }
 
-    private void publish(HoldSnapshot.Phase phase) {
+    private void publish(KeeperPhase phase) {
         List<LockStatus> locks = slots.stream().map(s -> new LockStatus(s.kind, s.path, s.state)).toList();
         HoldSnapshot next = new HoldSnapshot(phase, locks, everHeldAll);
         if (!next.equals(published.get())) {

@@ -1,7 +1,6 @@
 package dev.warden.library;
 
-import dev.warden.config.LilbeePaths;
-import dev.warden.gate.GateKeeper;
+import dev.warden.gate.pod.GateKeeper;
 import dev.warden.hold.LockKeeper;
 import io.quarkus.scheduler.Scheduled;
 import jakarta.inject.Singleton;

@@ -3,14 +3,15 @@ package dev.warden.metrics;
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.Mode;
 import dev.warden.config.WardenConfig;
-import dev.warden.gate.GateKeeper;
 import dev.warden.gate.GateSnapshot;
 import dev.warden.gate.GateState;
+import dev.warden.gate.pod.GateKeeper;
 import dev.warden.hold.HoldSnapshot;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.LockKind;
 import dev.warden.hold.LockState;
 import dev.warden.hold.LockStatus;
+import dev.warden.keeper.KeeperPhase;
 import dev.warden.reaper.PassOutcome;
 import dev.warden.reaper.ReaperService;
 import dev.warden.reaper.Unused;
@@ -177,11 +178,11 @@ public class WardenMetrics {
 
     private boolean serving() {
         GateSnapshot gated = gate.snapshot();
-        if (gated.phase() != HoldSnapshot.Phase.NOT_STARTED) {
+        if (gated.phase() != KeeperPhase.NOT_STARTED) {
             return gated.serving();
         }
         HoldSnapshot held = keeper.snapshot();
-        return held.phase() == HoldSnapshot.Phase.RUNNING && held.allHeld();
+        return held.phase() == KeeperPhase.RUNNING && held.allHeld();
     }
 
     private Optional<Unused> unused() {

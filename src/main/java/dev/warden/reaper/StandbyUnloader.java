@@ -7,6 +7,7 @@ import dev.warden.hold.HoldSnapshot;
 import dev.warden.hold.LockKeeper;
 import dev.warden.hold.LockState;
 import dev.warden.hold.LockStatus;
+import dev.warden.keeper.KeeperPhase;
 import io.quarkus.scheduler.Scheduled;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
@@ -57,7 +58,7 @@ public class StandbyUnloader {
     /** Unloads the pod's engine if this warden stands by and has not unloaded it since it began to. */
     synchronized Optional<EngineClient.UnloadResult> look() {
         HoldSnapshot snapshot = keeper.get();
-        Optional<LockStatus> elsewhere = snapshot.phase() != HoldSnapshot.Phase.RUNNING ? Optional.empty()
+        Optional<LockStatus> elsewhere = snapshot.phase() != KeeperPhase.RUNNING ? Optional.empty()
                 : snapshot.locks().stream().filter(l -> l.state() instanceof LockState.HeldElsewhere).findFirst();
         if (elsewhere.isEmpty()) {
             unloaded = false;

@@ -5,7 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.warden.gate.OwnPod;
+import dev.warden.kube.OwnPod;
 import dev.warden.kube.ApiServer;
 import java.util.LinkedHashSet;
 import java.util.List;

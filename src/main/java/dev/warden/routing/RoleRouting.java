@@ -2,7 +2,7 @@ package dev.warden.routing;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.config.WardenConfig;
-import dev.warden.gate.OwnPod;
+import dev.warden.kube.OwnPod;
 import dev.warden.health.LockReadinessCheck;
 import io.quarkus.runtime.ShutdownEvent;
 import jakarta.annotation.Priority;

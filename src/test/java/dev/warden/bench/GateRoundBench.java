@@ -2,7 +2,7 @@ package dev.warden.bench;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.engine.ProcessTable;
-import dev.warden.gate.GateKeeper;
+import dev.warden.gate.pod.GateKeeper;
 import dev.warden.gate.GateTimings;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.LockReach;

@@ -9,9 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
-import dev.warden.config.WardenConfig;
 import dev.warden.testing.Await;
-import io.smallrye.config.WithDefault;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -263,7 +261,7 @@ class HelmChartTest {
         dev.warden.lock.NativePosix posix = new dev.warden.lock.NativePosix();
         dev.warden.lock.FileLocker locker = new dev.warden.lock.FileLocker(posix);
         Process supervisor = null;
-        try (dev.warden.gate.LilbeeSwitch lilbeeSwitch = dev.warden.gate.LilbeeSwitch.open(posix,
+        try (dev.warden.gate.pod.LilbeeSwitch lilbeeSwitch = dev.warden.gate.pod.LilbeeSwitch.open(posix,
                 new dev.warden.lock.SystemProcFs(), socket,
                 Integer.parseInt(dev.warden.lock.FileLocker.currentUid()));
                 dev.warden.lock.HeldLock gate = locker.tryLock(data.resolve("warden-gate.lock")).orElseThrow()) {
@@ -281,7 +279,7 @@ class HelmChartTest {
             long pid = Long.parseLong(readState(state).split(" ")[1]);
             Await.until("the supervisor reports it", () -> {
                 lilbeeSwitch.poll(dev.warden.time.MonotonicClock.SYSTEM.now());
-                return lilbeeSwitch.report().flatMap(dev.warden.gate.LilbeeSwitch.Report::lilbee).map(r -> r.pid() == pid)
+                return lilbeeSwitch.report().flatMap(dev.warden.gate.pod.LilbeeSwitch.Report::lilbee).map(r -> r.pid() == pid)
                         .orElse(false);
             });
             lilbeeSwitch.say(new dev.warden.gate.GateAction.Word.Stop("the test says stop"),

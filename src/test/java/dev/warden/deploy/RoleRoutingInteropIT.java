@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.warden.gate.OwnPod;
+import dev.warden.kube.OwnPod;
 import dev.warden.kube.ApiServer;
 import dev.warden.kube.KubernetesAccess;
 import dev.warden.routing.ApiServerEndpoints;

@@ -2,6 +2,7 @@ package dev.warden.gate;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import dev.warden.gate.pod.LilbeeSwitch;
 import dev.warden.simulation.Sim;
 import dev.warden.time.Moment;
 import java.util.EnumSet;
@@ -117,10 +118,9 @@ class GateMutationSoak {
      */
     @Test
     void theNewestConnectionSpeaksForLilbeesContainer() {
-        finds(Sim.none(), GateDecision::new, (posix, procs, path, uid) -> new LilbeeSwitch(posix, path, uid,
-                LilbeeSwitch.listen(posix, procs, path)) {
+        finds(Sim.none(), GateDecision::new, (posix, procs, path, uid) -> new LilbeeSwitch(posix, procs, path, uid) {
             @Override
-            boolean replacesTheSupervisor() {
+            protected boolean replacesTheSupervisor() {
                 return true;
             }
         }, null, Sim.Focus.DRAWN);
@@ -173,9 +173,9 @@ class GateMutationSoak {
     @Test
     void aStopAnsweredAcrossConnections() {
         finds(EnumSet.of(Sim.Mutation.STOP_ANSWERED_ACROSS_CONNECTIONS), GateDecision::new,
-                (posix, procs, path, uid) -> new LilbeeSwitch(posix, path, uid, LilbeeSwitch.listen(posix, procs, path)) {
+                (posix, procs, path, uid) -> new LilbeeSwitch(posix, procs, path, uid) {
                     @Override
-                    boolean answers(long answered, long saidHere) {
+                    protected boolean answers(long answered, long saidHere) {
                         return true;
                     }
                 }, "two lilbees", Sim.Focus.LEASE_HANDOVERS_KILLED);

@@ -7,7 +7,7 @@ import dev.warden.config.LilbeePaths;
 import dev.warden.events.PodEvent;
 import dev.warden.gate.GateAction.Word;
 import dev.warden.gate.GateDecision.Step;
-import dev.warden.hold.HoldSnapshot.Phase;
+import dev.warden.keeper.KeeperPhase;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.EnumMap;
@@ -110,7 +110,7 @@ public final class WordingCheck {
     }
 
     private static GateSnapshot snapshot(Step step, Observation seen) {
-        return GateSnapshot.of(Phase.RUNNING, new LilbeePaths(Path.of("/"), Path.of("/data"), Path.of("/data/lancedb"), Optional.empty(), "test"), step.phase(),
+        return GateSnapshot.of(KeeperPhase.RUNNING, new LilbeePaths(Path.of("/"), Path.of("/data"), Path.of("/data/lancedb"), Optional.empty(), "test"), step.phase(),
                 Optional.of(step), Optional.of(seen), OptionalLong.empty(), m -> Instant.ofEpochSecond(0, m.nanos()),
                 Optional.empty(), OptionalLong.empty());
     }

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.config.LilbeePaths;
+import dev.warden.keeper.KeeperPhase;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.LockException;
 import dev.warden.lock.NativePosix;
@@ -191,7 +192,7 @@ class LockKeeperTest {
         }
         assertFalse(Files.exists(owner));
         assertTrue(Peer.flockCanTake(paths.serverLock()));
-        assertEquals(HoldSnapshot.Phase.STOPPED, keeper.snapshot().phase());
+        assertEquals(KeeperPhase.STOPPED, keeper.snapshot().phase());
     }
 
     @Test

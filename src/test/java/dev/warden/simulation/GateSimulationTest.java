@@ -33,7 +33,7 @@ class GateSimulationTest {
                 }
             }
             Sim.Outcome outcome = Sim.run(replay, Long.MAX_VALUE, Integer.MAX_VALUE, mutations, GateDecision::new,
-                    dev.warden.gate.LilbeeSwitch::open, Sim.Focus.valueOf(System.getProperty("warden.sim.focus", "DRAWN")));
+                    dev.warden.gate.pod.LilbeeSwitch::open, Sim.Focus.valueOf(System.getProperty("warden.sim.focus", "DRAWN")));
             System.out.println(String.join("\n", outcome.trace()));
             outcome.violation().ifPresentOrElse(v -> fail(v.report()),
                     () -> System.out.println("seed " + replay + ": " + outcome.steps() + " steps, no violation"));

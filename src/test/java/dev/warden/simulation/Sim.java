@@ -2,7 +2,7 @@ package dev.warden.simulation;
 
 import dev.warden.gate.GateDecision;
 import dev.warden.gate.GateTimings;
-import dev.warden.gate.LilbeeSwitch;
+import dev.warden.gate.pod.LilbeeSwitch;
 import dev.warden.lock.Posix;
 import dev.warden.lock.ProcFs;
 import dev.warden.time.Moment;
@@ -24,7 +24,7 @@ import java.util.function.Function;
 
 /**
  * A seeded, single-threaded, deterministic simulation of gate mode: pods on one data dir, each with its warden (the
- * production gate, {@link dev.warden.gate.PodGate}, over a simulated kernel: {@link SimWarden}), its lilbee supervisor
+ * production gate, {@link dev.warden.gate.pod.PodGate}, over a simulated kernel: {@link SimWarden}), its lilbee supervisor
  * (the supervisor's rules, {@link SupervisorRules}, speaking the switch's protocol: {@link SimSupervisor}) and lilbee, a
  * kubelet with the chart's probes and back-offs, a kernel with directories, descriptors, flock by open file and inode,
  * Unix sockets and dumpability ({@link Kernel}), a hostile neighbour in every pod that also speaks the protocol

@@ -1,8 +1,8 @@
 package dev.warden.simulation;
 
-import dev.warden.gate.LeaseLoop;
-import dev.warden.gate.LeaseRecord;
-import dev.warden.gate.LeaseStore;
+import dev.warden.gate.lease.LeaseLoop;
+import dev.warden.gate.lease.LeaseRecord;
+import dev.warden.gate.lease.LeaseStore;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -12,7 +12,7 @@ import java.util.function.Consumer;
 /**
  * The API server in lease mode, holding the one Lease (made by the chart: no holder, its duration): reads, and writes
  * with optimistic concurrency (a write names the version it read; another's write in between makes it a 409), as the
- * real one answers {@link dev.warden.gate.ApiLeases}. It answers in milliseconds, or, as the hostile makes it, slowly,
+ * real one answers {@link dev.warden.gate.lease.ApiLeases}. It answers in milliseconds, or, as the hostile makes it, slowly,
  * not at all for a while (a stalled request is applied and answered when the stall ends, long after its client gave
  * up), or with an error.
  */

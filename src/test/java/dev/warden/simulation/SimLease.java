@@ -1,8 +1,8 @@
 package dev.warden.simulation;
 
 import dev.warden.gate.GateTimings;
-import dev.warden.gate.LeaseElection;
-import dev.warden.gate.LeaseLoop;
+import dev.warden.gate.lease.LeaseElection;
+import dev.warden.gate.lease.LeaseLoop;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;

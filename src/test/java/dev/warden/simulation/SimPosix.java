@@ -10,7 +10,7 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * One process's libc in the simulation: the calls the production classes make ({@link dev.warden.lock.FileLocker},
- * {@link dev.warden.gate.GateLock}, {@link dev.warden.gate.LilbeeSwitch}), answered by the simulated {@link Kernel} for
+ * {@link dev.warden.gate.pod.GateLock}, {@link dev.warden.gate.pod.LilbeeSwitch}), answered by the simulated {@link Kernel} for
  * that process, its descriptor numbers its own. Nothing here blocks: a wait for a lock is the kernel's waiter
  * ({@link #lockWhenFree}), granted when the simulation runs it.
  */

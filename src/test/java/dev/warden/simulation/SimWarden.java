@@ -2,15 +2,15 @@ package dev.warden.simulation;
 
 import dev.warden.gate.GateAction.Word;
 import dev.warden.gate.GateDecision;
-import dev.warden.gate.GateLock;
+import dev.warden.gate.pod.GateLock;
 import dev.warden.gate.GatePhase;
 import dev.warden.gate.GateRound;
 import dev.warden.gate.GateTimings;
 import dev.warden.gate.GateWorld;
-import dev.warden.gate.LilbeeProof;
-import dev.warden.gate.LilbeeSwitch;
+import dev.warden.gate.pod.LilbeeProof;
+import dev.warden.gate.pod.LilbeeSwitch;
 import dev.warden.gate.Observation;
-import dev.warden.gate.PodGate;
+import dev.warden.gate.pod.PodGate;
 import dev.warden.lock.FileId;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.Heartbeat;
@@ -276,7 +276,7 @@ final class SimWarden {
         }
 
         @Override
-        public LilbeeProof.Holding holds(Reported lilbee, Set<FileId> wanted) {
+        public GateWorld.Holding holds(Reported lilbee, Set<FileId> wanted) {
             if (decoy.filter(p -> p.pid == lilbee.pid()).isEmpty()) {
                 return world.holds(lilbee, wanted);
             }
@@ -288,7 +288,7 @@ final class SimWarden {
                     world.serverAtPath().ifPresent(held::add);
                 }
             }
-            return new LilbeeProof.Holding(held, held);
+            return new GateWorld.Holding(held, held);
         }
 
         @Override

@@ -1,4 +1,4 @@
-package dev.warden.gate;
+package dev.warden.gate.lease;
 
 import java.io.IOException;
 import java.util.Optional;

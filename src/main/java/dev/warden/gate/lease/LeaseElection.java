@@ -1,7 +1,9 @@
-package dev.warden.gate;
+package dev.warden.gate.lease;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.warden.config.WardenConfig;
+import dev.warden.gate.GateElection;
+import dev.warden.gate.Observation;
 import dev.warden.kube.ApiServer;
 import dev.warden.kube.KubernetesAccess;
 import dev.warden.time.Moment;

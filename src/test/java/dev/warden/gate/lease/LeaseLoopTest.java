@@ -1,4 +1,4 @@
-package dev.warden.gate;
+package dev.warden.gate.lease;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,4 +1,6 @@
-package dev.warden.gate;
+package dev.warden.gate.pod;
+
+import dev.warden.gate.GateWorld.Holding;
 
 import dev.warden.lock.FileId;
 import dev.warden.lock.ProcFs;
@@ -6,7 +8,6 @@ import dev.warden.time.Moment;
 import dev.warden.time.MonotonicClock;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -41,11 +42,6 @@ public final class LilbeeProof {
     private final Map<FileId, Integer> locked = new HashMap<>();
     private final Map<FileId, Integer> open = new HashMap<>();
     private Moment scannedAt;
-
-    /** What one look found, of the files asked about. */
-    public record Holding(Set<FileId> locked, Set<FileId> open) {
-        public static final Holding NOTHING = new Holding(Set.of(), Set.of());
-    }
 
     public LilbeeProof(ProcFs procs, MonotonicClock clock) {
         this.procs = procs;

@@ -1,4 +1,4 @@
-package dev.warden.gate;
+package dev.warden.gate.pod;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -6,11 +6,15 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.warden.config.LilbeePaths;
+import dev.warden.gate.GateDecision;
+import dev.warden.gate.GateState;
+import dev.warden.gate.GateTimings;
+import dev.warden.gate.ServerLockState;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.LockReach;
 import dev.warden.lock.NativePosix;
-import dev.warden.lock.SystemProcFs;
 import dev.warden.lock.ProcLocks;
+import dev.warden.lock.SystemProcFs;
 import dev.warden.testing.Await;
 import dev.warden.testing.Peer;
 import dev.warden.testing.Supervised;

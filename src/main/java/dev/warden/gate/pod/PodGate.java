@@ -1,7 +1,11 @@
-package dev.warden.gate;
+package dev.warden.gate.pod;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.gate.GateAction.Word;
+import dev.warden.gate.GateElection;
+import dev.warden.gate.GateTimings;
+import dev.warden.gate.GateWorld;
+import dev.warden.gate.Observation;
 import dev.warden.lock.FileId;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.LockException;
@@ -190,7 +194,7 @@ public final class PodGate implements GateWorld {
     }
 
     @Override
-    public LilbeeProof.Holding holds(Reported lilbee, Set<FileId> wanted) {
+    public GateWorld.Holding holds(Reported lilbee, Set<FileId> wanted) {
         return proof.look(lilbee.pid(), lilbee.startTicks(), wanted);
     }
 

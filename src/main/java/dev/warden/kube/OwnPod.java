@@ -1,7 +1,5 @@
-package dev.warden.gate;
+package dev.warden.kube;
 
-import dev.warden.kube.ApiServer;
-import dev.warden.kube.KubernetesAccess;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;

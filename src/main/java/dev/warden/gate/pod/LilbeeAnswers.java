@@ -1,4 +1,4 @@
-package dev.warden.gate;
+package dev.warden.gate.pod;
 
 import dev.warden.config.WardenConfig;
 import dev.warden.engine.LazyHttpClient;

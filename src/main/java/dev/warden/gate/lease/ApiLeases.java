@@ -1,4 +1,4 @@
-package dev.warden.gate;
+package dev.warden.gate.lease;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;

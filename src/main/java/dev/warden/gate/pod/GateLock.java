@@ -1,5 +1,7 @@
-package dev.warden.gate;
+package dev.warden.gate.pod;
 
+import dev.warden.gate.GateAction;
+import dev.warden.gate.Observation;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
 import dev.warden.lock.LockException;

@@ -1,4 +1,4 @@
-package dev.warden.hold;
+package dev.warden.keeper;
 
 import java.time.Duration;
 import java.util.concurrent.CancellationException;

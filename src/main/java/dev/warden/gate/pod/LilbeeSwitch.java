@@ -1,4 +1,4 @@
-package dev.warden.gate;
+package dev.warden.gate.pod;
 
 import dev.warden.gate.GateAction.Word;
 import dev.warden.lock.CheckedDir;
@@ -162,7 +162,7 @@ public class LilbeeSwitch implements AutoCloseable {
     record Listening(int fd, String bound, FileId file) {
     }
 
-    LilbeeSwitch(Posix posix, Path path, int uid, Listening listening) {
+    private LilbeeSwitch(Posix posix, Path path, int uid, Listening listening) {
         this.posix = posix;
         this.path = path.toAbsolutePath();
         this.uid = uid;
@@ -176,10 +176,15 @@ public class LilbeeSwitch implements AutoCloseable {
      * under a name of its own, made warden's UID's alone, then renamed over the path.
      */
     public static LilbeeSwitch open(Posix posix, ProcFs procs, Path path, int uid) throws IOException {
-        return new LilbeeSwitch(posix, path, uid, listen(posix, procs, path));
+        return new LilbeeSwitch(posix, procs, path, uid);
     }
 
-    static Listening listen(Posix posix, ProcFs procs, Path path) throws IOException {
+    /** As {@link #open}: for the mutation test, which undoes one of its rules at a time in a subclass. */
+    protected LilbeeSwitch(Posix posix, ProcFs procs, Path path, int uid) throws IOException {
+        this(posix, path, uid, listen(posix, procs, path));
+    }
+
+    private static Listening listen(Posix posix, ProcFs procs, Path path) throws IOException {
         Path absolute = path.toAbsolutePath();
         Path dir = absolute.getParent();
         try {
@@ -414,7 +419,7 @@ public class LilbeeSwitch implements AutoCloseable {
      * speaks for lilbee's container until it leaves. A switch where the newest spoke would let any process of lilbee's
      * container push the supervisor off it, and be told what only the supervisor may hear.
      */
-    boolean replacesTheSupervisor() {
+    protected boolean replacesTheSupervisor() {
         return false;
     }
 
@@ -422,7 +427,7 @@ public class LilbeeSwitch implements AutoCloseable {
      * Whether {@code stopped <answered>} answers the last stop said on its connection ({@code saidHere}): an answer to
      * a stop said on another connection (a previous warden's, numbered its own way) says nothing of this one's.
      */
-    boolean answers(long answered, long saidHere) {
+    protected boolean answers(long answered, long saidHere) {
         return answered == saidHere;
     }
 

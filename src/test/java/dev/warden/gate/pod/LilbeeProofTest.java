@@ -1,9 +1,10 @@
-package dev.warden.gate;
+package dev.warden.gate.pod;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.warden.gate.GateWorld;
 import dev.warden.lock.FileId;
 import dev.warden.lock.ProcFs;
 import dev.warden.lock.ProcLocks;
@@ -44,7 +45,7 @@ class LilbeeProofTest {
         return new LilbeeProof(processes, MonotonicClock.SYSTEM);
     }
 
-    private LilbeeProof.Holding look(Peer process, Set<FileId> wanted) {
+    private GateWorld.Holding look(Peer process, Set<FileId> wanted) {
         return proof().look(process.pid(), processes.startTicks(process.pid()).orElseThrow(), wanted);
     }
 
@@ -67,7 +68,7 @@ class LilbeeProofTest {
     void posixOfdAndSharedLocksNeverCountWhateverTheCommandLineSays() throws Exception {
         for (String kind : List.of("posix-read", "ofd-read", "flock-shared")) {
             try (Peer decoy = Peer.pythonLock(lock, kind, "/opt/lilbee/bin/lilbee", "serve")) {
-                assertEquals(new LilbeeProof.Holding(Set.of(), Set.of(id())), look(decoy, Set.of(id())), kind + " is no proof");
+                assertEquals(new GateWorld.Holding(Set.of(), Set.of(id())), look(decoy, Set.of(id())), kind + " is no proof");
             }
         }
     }
@@ -89,9 +90,9 @@ class LilbeeProofTest {
         Peer lilbee = Peer.pythonLock(lock, "flock-exclusive");
         long ticks = processes.startTicks(lilbee.pid()).orElseThrow();
         LilbeeProof proof = proof();
-        assertEquals(new LilbeeProof.Holding(Set.of(id()), Set.of(id())), proof.look(lilbee.pid(), ticks, Set.of(id())));
+        assertEquals(new GateWorld.Holding(Set.of(id()), Set.of(id())), proof.look(lilbee.pid(), ticks, Set.of(id())));
         lilbee.kill();
-        assertEquals(LilbeeProof.Holding.NOTHING, proof.look(lilbee.pid(), ticks, Set.of(id())));
+        assertEquals(GateWorld.Holding.NOTHING, proof.look(lilbee.pid(), ticks, Set.of(id())));
         assertFalse(proof.alive(lilbee.pid(), ticks));
     }
 
@@ -101,7 +102,7 @@ class LilbeeProofTest {
         try (Peer lilbee = Peer.pythonLock(lock, "flock-exclusive")) {
             long ticks = processes.startTicks(lilbee.pid()).orElseThrow();
             assertTrue(proof().alive(lilbee.pid(), ticks));
-            assertEquals(LilbeeProof.Holding.NOTHING, proof().look(lilbee.pid(), ticks + 1, Set.of(id())));
+            assertEquals(GateWorld.Holding.NOTHING, proof().look(lilbee.pid(), ticks + 1, Set.of(id())));
         }
     }
 

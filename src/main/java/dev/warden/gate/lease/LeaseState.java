@@ -1,4 +1,4 @@
-package dev.warden.gate;
+package dev.warden.gate.lease;
 
 import dev.warden.time.Moment;
 import java.time.Duration;

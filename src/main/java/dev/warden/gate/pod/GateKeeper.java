@@ -1,12 +1,21 @@
-package dev.warden.gate;
+package dev.warden.gate.pod;
 
 import dev.warden.config.LilbeePaths;
 import dev.warden.config.WardenConfig;
 import dev.warden.events.PodEvent;
 import dev.warden.gate.GateAction.Word;
 import dev.warden.gate.GateDecision.Step;
-import dev.warden.hold.HoldSnapshot.Phase;
-import dev.warden.hold.KeeperLoop;
+import dev.warden.gate.GateDecision;
+import dev.warden.gate.GateElection;
+import dev.warden.gate.GateEvents;
+import dev.warden.gate.GatePhase;
+import dev.warden.gate.GateRound;
+import dev.warden.gate.GateSnapshot;
+import dev.warden.gate.GateState;
+import dev.warden.gate.GateTimings;
+import dev.warden.gate.Observation;
+import dev.warden.keeper.KeeperPhase;
+import dev.warden.keeper.KeeperLoop;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.LockReach;
 import dev.warden.lock.Posix;
@@ -148,7 +157,7 @@ public class GateKeeper {
                 edges.procs(), paths.gateLock(), edges.errorRetry(), reach), new LilbeeProof(edges.procs(), edges.clock()),
                 edges.clock(), () -> lease, stepDowns(), timings);
         round = new Round(paths, world, wallOffset, GatePhase.begin(world.gateAtPath(), now, timings.permit()));
-        publish(round, null, Phase.RUNNING);
+        publish(round, null, KeeperPhase.RUNNING);
         LilbeePaths started = paths;
         startListeners.forEach(listener -> listener.accept(started));
         LOG.infof("lilbee's supervisor is told when lilbee may run over %s", lilbeeSwitch.path());
@@ -265,7 +274,7 @@ public class GateKeeper {
     /** The paths being watched, canonicalised; empty unless this warden serves in gate mode. */
     public Optional<LilbeePaths> paths() {
         GateSnapshot snapshot = published.get();
-        return snapshot.phase() == Phase.NOT_STARTED ? Optional.empty() : Optional.ofNullable(snapshot.paths());
+        return snapshot.phase() == KeeperPhase.NOT_STARTED ? Optional.empty() : Optional.ofNullable(snapshot.paths());
     }
 
     /**
@@ -306,7 +315,7 @@ public class GateKeeper {
             }
         }
         r.last = step;
-        publish(r, result.seen(), Phase.RUNNING);
+        publish(r, result.seen(), KeeperPhase.RUNNING);
     }
 
     /**
@@ -326,7 +335,7 @@ public class GateKeeper {
             lease.close(letGo);
         }
         r.world.lilbeeSwitch().close();
-        publish(r, null, Phase.STOPPED);
+        publish(r, null, KeeperPhase.STOPPED);
         LOG.info("The gate keeper has stopped");
     }
 
@@ -353,7 +362,7 @@ public class GateKeeper {
         }
     }
 
-    private void publish(Round r, Observation seen, Phase phase) {
+    private void publish(Round r, Observation seen, KeeperPhase phase) {
         GateSnapshot next = GateSnapshot.of(phase, r.paths, r.phase, Optional.ofNullable(r.last), Optional.ofNullable(seen),
                 gateHolder(r), moment -> Instant.ofEpochSecond(0, r.wallOffsetNanos + moment.nanos()),
                 Optional.ofNullable(lease).map(l -> leaseView(l, seen)),
