@@ -279,7 +279,7 @@ class HelmChartTest {
             long pid = Long.parseLong(readState(state).split(" ")[1]);
             Await.until("the supervisor reports it", () -> {
                 lilbeeSwitch.poll(dev.warden.time.MonotonicClock.SYSTEM.now());
-                return lilbeeSwitch.report().flatMap(dev.warden.gate.pod.LilbeeSwitch.Report::lilbee).map(r -> r.pid() == pid)
+                return lilbeeSwitch.report().flatMap(dev.warden.gate.pod.SupervisorReport::lilbee).map(r -> r.pid() == pid)
                         .orElse(false);
             });
             lilbeeSwitch.say(new dev.warden.gate.GateAction.Word.Stop("the test says stop"),

@@ -46,6 +46,21 @@ class LayoutTest {
         }
     }
 
+    /** A class a reader can hold in their head: none of src/main/java is over 500 lines. */
+    @Test
+    void noClassIsOverFiveHundredLines() throws IOException {
+        Map<String, Integer> tooLong = new TreeMap<>();
+        try (Stream<Path> files = Files.walk(SOURCES)) {
+            for (Path file : files.filter(f -> f.toString().endsWith(".java")).toList()) {
+                int lines = Files.readAllLines(file).size();
+                if (lines > 500) {
+                    tooLong.put(SOURCES.relativize(file).toString(), lines);
+                }
+            }
+        }
+        assertEquals(Map.of(), tooLong, "classes over 500 lines: split them along their seams");
+    }
+
     /** The Layout's rows, in order: each package and the packages it says it uses. */
     private static Map<String, Set<String>> drawn() throws IOException {
         String doc = Files.readString(Path.of("docs/development.md"));

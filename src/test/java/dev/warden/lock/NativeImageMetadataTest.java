@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 /**
  * A native image can make only the downcalls registered when it was built; a shape missing from
  * the metadata fails at run time, on the first lock. No native-image runs here, so this keeps the
- * registration and {@link NativePosix#DOWNCALLS} equal instead.
+ * registration and {@link Libc#DOWNCALLS} equal instead.
  */
 class NativeImageMetadataTest {
 
@@ -42,7 +42,7 @@ class NativeImageMetadataTest {
     @Test
     void everyDowncallShapeIsRegisteredForNativeImageAndNothingElse() throws Exception {
         Set<String> used = new TreeSet<>();
-        for (NativePosix.Downcall call : NativePosix.DOWNCALLS) {
+        for (Libc.Downcall call : Libc.DOWNCALLS) {
             List<String> parameters = call.descriptor().argumentLayouts().stream().map(NativeImageMetadataTest::canonical).toList();
             String returns = call.descriptor().returnLayout().map(NativeImageMetadataTest::canonical).orElse("void");
             used.add(shape(returns, parameters, call.capturesErrno(), call.firstVariadicArg()));

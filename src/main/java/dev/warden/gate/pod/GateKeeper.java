@@ -366,7 +366,7 @@ public class GateKeeper {
         GateSnapshot next = GateSnapshot.of(phase, r.paths, r.phase, Optional.ofNullable(r.last), Optional.ofNullable(seen),
                 gateHolder(r), moment -> Instant.ofEpochSecond(0, r.wallOffsetNanos + moment.nanos()),
                 Optional.ofNullable(lease).map(l -> leaseView(l, seen)),
-                r.world.lilbeeSwitch().report().map(LilbeeSwitch.Report::warm).orElse(OptionalLong.empty()));
+                r.world.lilbeeSwitch().report().map(SupervisorReport::warm).orElse(OptionalLong.empty()));
         if (!next.equals(published.get())) {
             published.set(next);
         }

@@ -1,8 +1,6 @@
 package dev.warden.gate.pod;
 
 import dev.warden.gate.GateAction.Word;
-import dev.warden.lock.CheckedDir;
-import dev.warden.lock.FileId;
 import dev.warden.lock.Posix;
 import dev.warden.lock.ProcFs;
 import dev.warden.time.Moment;
@@ -11,7 +9,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -54,14 +51,10 @@ public class LilbeeSwitch implements AutoCloseable {
     static final int PROTOCOL = 1;
     /** A supervisor's line is a few dozen bytes: more is not a supervisor. */
     private static final int MAX_LINE = 512;
-    /** Unsent bytes a connection may hold before its supervisor counts as not reading. */
-    private static final int MAX_OUTBOX = 4096;
     /** Connections that have not said hello yet: a supervisor connecting says it at once. */
     private static final int MAX_PENDING = 4;
     /** How long a connection may take to say hello: the supervisor says it with its connect. */
     static final Duration HELLO_WITHIN = Duration.ofSeconds(2);
-    /** The listener's backlog: the supervisor connects alone; the rest are refused as they come. */
-    private static final int BACKLOG = 8;
     /** How often a refusal is logged at most: a neighbour connecting in a loop must not fill the log. */
     private static final Duration REFUSALS_LOGGED_EVERY = Duration.ofSeconds(10);
     /** How often a word is said again though it has not changed: permits are renewed well within their length. */
@@ -72,17 +65,11 @@ public class LilbeeSwitch implements AutoCloseable {
     private static final int ACCEPTS_PER_ROUND = 16;
 
     private final Posix posix;
-    private final Path path;
+    private final SwitchSocket socket;
     private final int uid;
-    /** The name it is bound at before it is renamed over the path: a name of this warden's own, in the same directory. */
-    private final String bound;
-    private int listener;
-    /** The socket's own file, so that warden takes away only its own when it stops, and puts it back when replaced. */
-    private FileId socketFile;
-    private Moment replacedLoggedAt;
-    private final List<Connection> pending = new ArrayList<>();
+    private final List<SwitchConnection> pending = new ArrayList<>();
     /** The first peer to say hello, until its connection closes. */
-    private Connection supervisor;
+    private SwitchConnection supervisor;
     /** Each stop said after something else is numbered: a supervisor answers it once it is done. */
     private long stopNumber;
     private String lastKind = "";
@@ -100,75 +87,10 @@ public class LilbeeSwitch implements AutoCloseable {
      */
     private Optional<Moment> permitsOfTheGone = Optional.empty();
 
-    /**
-     * What the supervisor last reported: the lilbee it runs, if any, the end of the permit it holds, if any, the pid of
-     * the process it has prepared to run lilbee in on the next permit, if any (status only: it holds nothing), and the
-     * gate file whose lock it holds for its lilbee, if any.
-     */
-    public record Report(Optional<Running> lilbee, Optional<Moment> permit, OptionalLong warm, Optional<FileId> gate) {
-        static final Report NOTHING = new Report(Optional.empty(), Optional.empty(), OptionalLong.empty(), Optional.empty());
-
-        Report with(Optional<Running> lilbee) {
-            return new Report(lilbee, permit, warm, gate);
-        }
-
-        Report withPermit(Optional<Moment> permit) {
-            return new Report(lilbee, permit, warm, gate);
-        }
-
-        Report withWarm(OptionalLong warm) {
-            return new Report(lilbee, permit, warm, gate);
-        }
-
-        Report withGate(Optional<FileId> gate) {
-            return new Report(lilbee, permit, warm, gate);
-        }
-    }
-
-    /** A lilbee as its supervisor names it: pid, start time in clock ticks, and when it was started (monotonic). */
-    public record Running(long pid, long startTicks, Moment launched) {
-    }
-
-    private static final class Connection {
-        final int fd;
-        final Posix.Peer peer;
-        final Moment accepted;
-        final StringBuilder in = new StringBuilder();
-        byte[] out = new byte[0];
-        Optional<Report> report = Optional.empty();
-        String lastWord = "";
-        Moment lastSaid;
-        /** The last stop said on this connection: only its answer counts. */
-        long stopSaid;
-        /** The last stop this supervisor answered as done ({@code stopped <n>}). */
-        long stopped;
-        /** It said it exits ({@code exiting}): its lilbee is gone and it starts no other. */
-        boolean exiting;
-        /** It said {@code step-down}: SIGTERMed, it is going away. Said once; more is not listened to. */
-        boolean terminating;
-        /** The latest end of a permit said to it. */
-        Optional<Moment> permitted = Optional.empty();
-        /** A descriptor it passed, for the next line it completes to claim if that is its gate line; -1: none. */
-        int passed = -1;
-
-        Connection(int fd, Posix.Peer peer, Moment accepted) {
-            this.fd = fd;
-            this.peer = peer;
-            this.accepted = accepted;
-        }
-    }
-
-    /** The socket listening at the path, the name it was bound at, and its own file. */
-    record Listening(int fd, String bound, FileId file) {
-    }
-
-    private LilbeeSwitch(Posix posix, Path path, int uid, Listening listening) {
+    private LilbeeSwitch(Posix posix, SwitchSocket socket, int uid) {
         this.posix = posix;
-        this.path = path.toAbsolutePath();
+        this.socket = socket;
         this.uid = uid;
-        this.bound = listening.bound();
-        this.listener = listening.fd();
-        this.socketFile = listening.file();
     }
 
     /**
@@ -181,60 +103,18 @@ public class LilbeeSwitch implements AutoCloseable {
 
     /** As {@link #open}: for the mutation test, which undoes one of its rules at a time in a subclass. */
     protected LilbeeSwitch(Posix posix, ProcFs procs, Path path, int uid) throws IOException {
-        this(posix, path, uid, listen(posix, procs, path));
-    }
-
-    private static Listening listen(Posix posix, ProcFs procs, Path path) throws IOException {
-        Path absolute = path.toAbsolutePath();
-        Path dir = absolute.getParent();
-        try {
-            CheckedDir.createDirectories(posix, dir);
-        } catch (IOException e) {
-            throw new IOException("cannot create " + dir + " for the switch socket (" + e.getMessage() + "): set"
-                    + " warden.gate.supervisor.socket to a path on a volume only warden's and lilbee's containers mount", e);
-        }
-        return listen(posix, absolute, dir.resolve(".switch-" + procs.self() + ".sock").toString());
-    }
-
-    /** A socket bound at {@code bound}, made this UID's alone, then renamed over {@code path}. */
-    private static Listening listen(Posix posix, Path path, String bound) throws IOException {
-        unlinkIfThere(posix, bound);
-        int fd;
-        try {
-            fd = posix.listenUnix(bound, BACKLOG);
-        } catch (Posix.ErrnoException e) {
-            throw new IOException("cannot listen at " + bound + ": " + e.getMessage() + ". Set warden.gate.supervisor.socket"
-                    + " to a shorter path on a writable volume", e);
-        }
-        try {
-            FileId socketFile = posix.statAt(Posix.AT_FDCWD, bound).id();
-            posix.chmod(Path.of(bound), 0600);
-            posix.renameAt(Posix.AT_FDCWD, bound, path.toString());
-            return new Listening(fd, bound, socketFile);
-        } catch (IOException e) {
-            posix.close(fd);
-            unlinkIfThere(posix, bound);
-            throw new IOException("cannot put the switch socket at " + path + ": " + e.getMessage(), e);
-        }
-    }
-
-    private static void unlinkIfThere(Posix posix, String name) {
-        try {
-            posix.unlinkAt(Posix.AT_FDCWD, name);
-        } catch (Posix.ErrnoException e) {
-            // left behind: listening there fails, and says so
-        }
+        this(posix, SwitchSocket.open(posix, procs, path), uid);
     }
 
     public Path path() {
-        return path;
+        return socket.path();
     }
 
     /** Takes in new connections, a supervisor's hello, and what the supervisor sent since the last round. */
     public void poll(Moment now) {
-        keepThePath(now);
+        socket.keep(now);
         accept(now);
-        for (Connection connection : List.copyOf(pending)) {
+        for (SwitchConnection connection : List.copyOf(pending)) {
             if (now.since(connection.accepted).compareTo(HELLO_WITHIN) > 0) {
                 drop(connection, "it said no hello within " + HELLO_WITHIN.toMillis() + " ms");
             } else {
@@ -294,7 +174,7 @@ public class LilbeeSwitch implements AutoCloseable {
     }
 
     /** The supervisor's last report. */
-    public Optional<Report> report() {
+    public Optional<SupervisorReport> report() {
         return supervisor == null ? Optional.empty() : supervisor.report;
     }
 
@@ -316,7 +196,7 @@ public class LilbeeSwitch implements AutoCloseable {
             case Word.Silent silent -> throw new IllegalStateException("silence is not said");
         };
         lastKind = kind;
-        Connection to = supervisor;
+        SwitchConnection to = supervisor;
         // A supervisor reports first thing once it believes warden, and hears nothing before: a word before its report
         // (a restarted warden's stop, its gate lock not given back yet) would only reach it together with the hello.
         if (to == null || to.report.isEmpty()) {
@@ -353,9 +233,9 @@ public class LilbeeSwitch implements AutoCloseable {
         for (int accepted = 0; accepted < ACCEPTS_PER_ROUND; accepted++) {
             int fd;
             try {
-                fd = posix.accept(listener);
+                fd = socket.accept();
             } catch (Posix.ErrnoException e) {
-                LOG.warnf("The switch socket %s could not take a connection: %s", path, e.getMessage());
+                LOG.warnf("The switch socket %s could not take a connection: %s", socket.path(), e.getMessage());
                 return;
             }
             if (fd < 0) {
@@ -377,39 +257,7 @@ public class LilbeeSwitch implements AutoCloseable {
             } else if (pending.size() >= MAX_PENDING) {
                 refuse(fd, now, MAX_PENDING + " connections have not said hello yet; pid " + peer.pid() + " connected too");
             } else {
-                pending.add(new Connection(fd, peer, now));
-            }
-        }
-    }
-
-    /**
-     * Puts this warden's socket back at the path when another file is there: a process that can write the directory
-     * (lilbee's container, where a runtime ignores its read-only mount) can rename one of its own over it, and a
-     * supervisor that reconnects would never reach warden again. It does not believe what it finds there (it is not
-     * warden), but it must find warden. The supervisor connected stays connected: its socket is not the path's.
-     */
-    private void keepThePath(Moment now) {
-        try {
-            if (socketFile.equals(posix.statAt(Posix.AT_FDCWD, path.toString()).id())) {
-                return;
-            }
-        } catch (Posix.ErrnoException e) {
-            // none there: put it back
-        }
-        try {
-            Listening fresh = listen(posix, path, bound);
-            posix.close(listener);
-            listener = fresh.fd();
-            socketFile = fresh.file();
-            if (replacedLoggedAt == null || now.since(replacedLoggedAt).compareTo(REFUSALS_LOGGED_EVERY) >= 0) {
-                replacedLoggedAt = now;
-                LOG.warnf("The switch socket %s had been replaced or removed (a process of warden's UID that can write %s):"
-                        + " warden's is back", path, path.getParent());
-            }
-        } catch (IOException e) {
-            if (replacedLoggedAt == null || now.since(replacedLoggedAt).compareTo(REFUSALS_LOGGED_EVERY) >= 0) {
-                replacedLoggedAt = now;
-                LOG.warnf("The switch socket %s was replaced, and warden's cannot be put back: %s", path, e.getMessage());
+                pending.add(new SwitchConnection(fd, peer, now));
             }
         }
     }
@@ -436,14 +284,14 @@ public class LilbeeSwitch implements AutoCloseable {
         posix.close(fd);
         refusedSinceLogged++;
         if (refusalLoggedAt == null || now.since(refusalLoggedAt).compareTo(REFUSALS_LOGGED_EVERY) >= 0) {
-            LOG.warnf("The switch socket %s refused a connection: %s%s", path, why,
+            LOG.warnf("The switch socket %s refused a connection: %s%s", socket.path(), why,
                     refusedSinceLogged > 1 ? " (" + (refusedSinceLogged - 1) + " more refused since the last said)" : "");
             refusalLoggedAt = now;
             refusedSinceLogged = 0;
         }
     }
 
-    private void read(Connection connection, Moment now) {
+    private void read(SwitchConnection connection, Moment now) {
         for (int read = 0; read < READ_PER_ROUND && isOpen(connection); ) {
             Posix.Received received;
             try {
@@ -480,7 +328,7 @@ public class LilbeeSwitch implements AutoCloseable {
      * A descriptor passed: kept only from the supervisor, one at a time, for its next line to claim (its gate line,
      * which it sends first in the write the descriptor goes with); from anyone else, or more than one, closed.
      */
-    private void keepPassed(Connection connection, int fd) {
+    private void keepPassed(SwitchConnection connection, int fd) {
         if (connection != supervisor || connection.passed >= 0) {
             posix.close(fd);
         } else {
@@ -488,11 +336,11 @@ public class LilbeeSwitch implements AutoCloseable {
         }
     }
 
-    private boolean isOpen(Connection connection) {
+    private boolean isOpen(SwitchConnection connection) {
         return connection == supervisor || pending.contains(connection);
     }
 
-    private void hear(Connection connection, String line, Moment now) {
+    private void hear(SwitchConnection connection, String line, Moment now) {
         String[] words = line.trim().split(" ");
         if (connection != supervisor) {
             greet(connection, words, now);
@@ -511,36 +359,8 @@ public class LilbeeSwitch implements AutoCloseable {
         try {
             switch (words[0]) {
                 case "hello" -> send(connection, "hello " + PROTOCOL + " " + now.nanos() + "\n", -1);
-                case "lilbee" -> {
-                    Report last = connection.report.orElse(Report.NOTHING);
-                    if (words.length == 2 && words[1].equals("none")) {
-                        connection.report = Optional.of(last.with(Optional.empty()));
-                    } else if (words.length == 4) {
-                        connection.report = Optional.of(last.with(Optional.of(new Running(Long.parseLong(words[1]),
-                                Long.parseLong(words[2]), new Moment(Long.parseLong(words[3]))))));
-                    }
-                }
-                case "permit" -> {
-                    if (words.length == 2) {
-                        long until = Long.parseLong(words[1]);
-                        connection.report = Optional.of(connection.report.orElse(Report.NOTHING)
-                                .withPermit(until == 0 ? Optional.empty() : Optional.of(new Moment(until))));
-                    }
-                }
-                case "warm" -> {
-                    if (words.length == 2) {
-                        connection.report = Optional.of(connection.report.orElse(Report.NOTHING).withWarm(
-                                words[1].equals("none") ? OptionalLong.empty() : OptionalLong.of(Long.parseLong(words[1]))));
-                    }
-                }
-                case "gate" -> {
-                    if (words.length == 2 && words[1].equals("none")) {
-                        connection.report = Optional.of(connection.report.orElse(Report.NOTHING).withGate(Optional.empty()));
-                    } else if (words.length == 3) {
-                        connection.report = Optional.of(connection.report.orElse(Report.NOTHING).withGate(Optional.of(
-                                new FileId(Long.parseLong(words[1]), Long.parseLong(words[2])))));
-                    }
-                }
+                case "lilbee", "permit", "warm", "gate" -> connection.report = Optional.of(connection.report
+                        .orElse(SupervisorReport.NOTHING).heard(words));
                 case "stopped" -> {
                     // An answer to a stop said on another connection (a previous warden's, whose numbers were its
                     // own) says nothing of this one's.
@@ -565,7 +385,7 @@ public class LilbeeSwitch implements AutoCloseable {
     }
 
     /** A connection's first words: a hello of this protocol makes it the supervisor, if none is; nothing else counts. */
-    private void greet(Connection connection, String[] words, Moment now) {
+    private void greet(SwitchConnection connection, String[] words, Moment now) {
         if (!words[0].equals("hello")) {
             drop(connection, "its first line was not a hello");
             return;
@@ -587,52 +407,16 @@ public class LilbeeSwitch implements AutoCloseable {
         supervisor = connection;
         LOG.infof("lilbee's supervisor (pid %d) connected to the switch socket", connection.peer.pid());
         send(connection, "hello " + PROTOCOL + " " + now.nanos() + "\n", -1);
-        for (Connection other : List.copyOf(pending)) {
+        for (SwitchConnection other : List.copyOf(pending)) {
             drop(other, "lilbee's supervisor (pid " + connection.peer.pid() + ") said hello first");
         }
     }
 
-    private void send(Connection connection, String text, int passFd) {
-        byte[] bytes = text.getBytes(StandardCharsets.US_ASCII);
-        if (connection.out.length > 0) {
-            // Something is still waiting: this goes after it, whole, and a start's descriptor with its own first byte.
-            flush(connection);
-            if (connection.out.length > 0) {
-                if (connection.out.length + bytes.length > MAX_OUTBOX) {
-                    drop(connection, "it has not read what warden said");
-                } else if (passFd < 0) {
-                    connection.out = concat(connection.out, bytes);
-                }
-                return;
-            }
-        }
-        try {
-            long sent = posix.send(connection.fd, bytes, passFd);
-            if (sent < bytes.length) {
-                connection.out = Arrays.copyOfRange(bytes, (int) Math.max(sent, 0), bytes.length);
-                if (sent < 0 && passFd >= 0) {
-                    // Nothing went, so neither did the descriptor: the start is said again next round.
-                    connection.out = new byte[0];
-                    connection.lastWord = "";
-                }
-            }
-        } catch (Posix.ErrnoException e) {
-            drop(connection, e.getMessage());
-        }
+    private void send(SwitchConnection connection, String text, int passFd) {
+        connection.send(posix, text, passFd).ifPresent(failed -> drop(connection, failed));
     }
 
-    private void flush(Connection connection) {
-        try {
-            long sent = posix.send(connection.fd, connection.out, -1);
-            if (sent > 0) {
-                connection.out = Arrays.copyOfRange(connection.out, (int) sent, connection.out.length);
-            }
-        } catch (Posix.ErrnoException e) {
-            drop(connection, e.getMessage());
-        }
-    }
-
-    private void drop(Connection connection, String why) {
+    private void drop(SwitchConnection connection, String why) {
         if (connection.passed >= 0) {
             posix.close(connection.passed);
             connection.passed = -1;
@@ -652,12 +436,6 @@ public class LilbeeSwitch implements AutoCloseable {
         }
     }
 
-    private static byte[] concat(byte[] a, byte[] b) {
-        byte[] both = Arrays.copyOf(a, a.length + b.length);
-        System.arraycopy(b, 0, both, a.length, b.length);
-        return both;
-    }
-
     /** A reason as one line of printable ASCII, at most 200 characters: it ends up in lilbee's container log. */
     private static String printable(String reason) {
         StringBuilder line = new StringBuilder();
@@ -674,19 +452,12 @@ public class LilbeeSwitch implements AutoCloseable {
     @Override
     public void close() {
         takeOfferedGate().ifPresent(posix::close);
-        for (Connection connection : List.copyOf(pending)) {
+        for (SwitchConnection connection : List.copyOf(pending)) {
             drop(connection, "warden stops");
         }
         if (supervisor != null) {
             drop(supervisor, "warden stops");
         }
-        posix.close(listener);
-        try {
-            if (socketFile.equals(posix.statAt(Posix.AT_FDCWD, path.toString()).id())) {
-                posix.unlinkAt(Posix.AT_FDCWD, path.toString());
-            }
-        } catch (Posix.ErrnoException e) {
-            // gone, or left behind: the next warden replaces it
-        }
+        socket.close();
     }
 }

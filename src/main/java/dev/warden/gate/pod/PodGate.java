@@ -159,7 +159,7 @@ public final class PodGate implements GateWorld {
 
     @Override
     public Optional<Moment> supervisorPermit() {
-        return lilbeeSwitch.report().flatMap(LilbeeSwitch.Report::permit);
+        return lilbeeSwitch.report().flatMap(SupervisorReport::permit);
     }
 
     /**
@@ -175,7 +175,7 @@ public final class PodGate implements GateWorld {
 
     @Override
     public Optional<FileId> supervisorGate() {
-        return lilbeeSwitch.report().flatMap(LilbeeSwitch.Report::gate);
+        return lilbeeSwitch.report().flatMap(SupervisorReport::gate);
     }
 
     @Override
@@ -187,7 +187,7 @@ public final class PodGate implements GateWorld {
     @Override
     public Optional<Reported> reportedLilbee() {
         OptionalLong supervisor = lilbeeSwitch.supervisorPid();
-        return lilbeeSwitch.report().flatMap(LilbeeSwitch.Report::lilbee)
+        return lilbeeSwitch.report().flatMap(SupervisorReport::lilbee)
                 .filter(running -> supervisor.isPresent() && proof.startedBy(running.pid(), supervisor.getAsLong()))
                 .filter(running -> proof.alive(running.pid(), running.startTicks()))
                 .map(running -> new Reported(running.pid(), running.startTicks(), running.launched()));

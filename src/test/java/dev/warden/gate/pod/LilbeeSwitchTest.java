@@ -130,7 +130,7 @@ class LilbeeSwitchTest {
                 lilbeeSwitch.poll(now);
                 return lilbeeSwitch.report().isPresent() && lilbeeSwitch.report().get().warm().isPresent();
             });
-            assertEquals(new LilbeeSwitch.Report(Optional.empty(), Optional.empty(), OptionalLong.of(4242), Optional.empty()),
+            assertEquals(new SupervisorReport(Optional.empty(), Optional.empty(), OptionalLong.of(4242), Optional.empty()),
                     lilbeeSwitch.report().get());
             send(supervisor, "gate 66 1234");
             send(supervisor, "lilbee 4242 777 5000");
@@ -140,7 +140,7 @@ class LilbeeSwitchTest {
                 lilbeeSwitch.poll(now);
                 return lilbeeSwitch.report().get().warm().isEmpty();
             });
-            assertEquals(new LilbeeSwitch.Report(Optional.of(new LilbeeSwitch.Running(4242, 777, new Moment(5000))),
+            assertEquals(new SupervisorReport(Optional.of(new SupervisorReport.Running(4242, 777, new Moment(5000))),
                     Optional.of(new Moment(9000)), OptionalLong.empty(), Optional.of(new FileId(66, 1234))),
                     lilbeeSwitch.report().get());
             send(supervisor, "warm not-a-pid");
@@ -221,7 +221,7 @@ class LilbeeSwitchTest {
             assertEquals("", heard(neighbour, line -> false), "refused: closed without a word");
             Await.until("the supervisor's report", () -> {
                 lilbeeSwitch.poll(now);
-                return lilbeeSwitch.report().flatMap(LilbeeSwitch.Report::lilbee).isPresent();
+                return lilbeeSwitch.report().flatMap(SupervisorReport::lilbee).isPresent();
             });
             assertEquals(OptionalLong.empty(), lilbeeSwitch.takeStepDown(), "a neighbour's step-down is not heard");
             assertEquals(OptionalLong.of(ProcessHandle.current().pid()), lilbeeSwitch.supervisorPid(), "still the first");
