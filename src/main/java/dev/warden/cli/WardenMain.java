@@ -94,8 +94,8 @@ public class WardenMain implements QuarkusApplication {
 
     /**
      * The command line as users meet it: one-line hints on usage errors, exit code 2. For {@code serve}, only that
-     * command under {@code warden}: picocli reads the annotations of every command it is given, and all six took 16 ms
-     * of the native executable's start, on the way to a pod's readiness, where {@code serve} needs its own alone. Its
+     * command under {@code warden}: picocli reads the annotations of every command it is given, a cost paid
+     * on the native executable's start, on the way to a pod's readiness, where {@code serve} needs its own alone. Its
      * help, and every other command, come from the whole model.
      */
     static CommandLine commandLine(CommandLine.IFactory factory, String... args) {

@@ -132,7 +132,7 @@ public class GateDecision {
     /**
      * Whether the Lease may be let go now: every permit this warden gave (or its supervisor holds) has ended, and the
      * longest a lilbee outlives its permit has passed. A Lease released sooner passes to another node at once, while
-     * this pod's lilbee may still serve there (the simulation found it: a warden's SIGTERM released it so).
+     * this pod's lilbee may still serve here (a warden SIGTERMed while its last permit runs is the usual case).
      */
     public boolean mayLetTheLeaseGo(GatePhase phase, Moment now) {
         return !now.isBefore(phase.permitsEnd().plus(timings.overrun()));
@@ -143,7 +143,7 @@ public class GateDecision {
      * previous run started is elected once it holds the gate lock again: its supervisor gives back the descriptor it
      * kept, to the warden it believes, and warden takes it only as the open file that holds the gate's lock.
      */
-    static Optional<NotElected> whyNotElected(Observation seen) {
+    Optional<NotElected> whyNotElected(Observation seen) {
         Optional<Observation.Lease> lease = seen.lease();
         if (lease.isPresent() && !lease.get().leading(seen.now())) {
             return Optional.of(new NotElected(GateOutcome.Cause.NO_LEASE, "this warden does not lead the Lease "
@@ -330,7 +330,7 @@ public class GateDecision {
      *
      * @param proven the instance and file proven in an earlier round
      */
-    static Lilbee lilbee(Optional<Proven> proven, Observation seen, Moment now) {
+    Lilbee lilbee(Optional<Proven> proven, Observation seen, Moment now) {
         Optional<Observation.Lilbee> running = seen.supervisor().lilbee();
         if (running.isEmpty()) {
             return Lilbee.NONE;
@@ -424,7 +424,7 @@ public class GateDecision {
      * has had it within milliseconds; contending sooner could take it back from a standby about to be woken, later only
      * keeps the gate from the next handover (a switchover back). Contending is always safe: the kernel decides.
      */
-    static Moment holdBackUntil(Moment contendFrom, Observation seen) {
+    Moment holdBackUntil(Moment contendFrom, Observation seen) {
         Observation.Supervisor supervisor = seen.supervisor();
         Moment soon = seen.now().plus(HOLD_BACK_AFTER_STOP);
         if (supervisor.connected() && supervisor.lilbee().isEmpty() && supervisor.permit().isEmpty() && soon.isBefore(contendFrom)) {

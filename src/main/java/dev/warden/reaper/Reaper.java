@@ -25,7 +25,7 @@ import java.util.Set;
 import org.jboss.logging.Logger;
 
 /**
- * The last-user-out rule, pass by pass (seed engine_reaper.py). With no live user, under the
+ * The last-user-out rule, pass by pass (its decision is {@link ReaperRule}'s). With no live user, under the
  * build lock: a kept-warm engine has its weights unloaded once after the idle time; any other
  * recorded engine is stopped. A llama-swap that lilbee did not start ({@code warden.engine.url})
  * is only ever unloaded, never signalled.
@@ -133,73 +133,125 @@ public final class Reaper {
             return new PassOutcome(PassOutcome.Action.BUILD_LOCK_HELD, "the build lock is held; checking again");
         }
         try (HeldLock held = buildLock.get()) {
-            return underBuildLock();
+            // A user may have joined while the build lock was taken: the look is taken under it.
+            ReaperRule.Look look = look(true);
+            return act(look, ReaperRule.decide(look, Optional.ofNullable(idleSince), unloaded, clock.instant()));
         }
     }
 
-    /** What {@link #pass()} would do now, without taking a lock, deleting a file or signalling. */
+    /** What {@link #pass()} would do now, without taking a lock, deleting a file or signalling: the same rule, said. */
     public PassOutcome dryRun() {
-        if (!users.liveIds(dir).isEmpty()) {
-            return new PassOutcome(PassOutcome.Action.USERS_LIVE, "a user holds the engine");
-        }
-        List<EngineRecord> recorded = records.read(dir);
-        if (keptWarm(recorded)) {
-            return new PassOutcome(PassOutcome.Action.IDLING, dir.keepWarmIdle(idleTtl)
-                    .map(ttl -> "would unload the weights once idle for " + ttl
-                            + (idleSince == null ? " (the idle time starts now)" : " (idle since " + idleSince + ")"))
-                    .orElse("kept warm without limit (a keep-warm marker says 0 minutes): would never unload"));
-        }
-        if (!recorded.isEmpty()) {
-            return new PassOutcome(PassOutcome.Action.STOPPED, "would stop " + recorded.size() + " engine(s): "
-                    + recorded.stream().map(r -> r.file().getFileName() + " (pid " + r.pid() + ")").toList());
-        }
-        return new PassOutcome(PassOutcome.Action.NOTHING_TO_DO, "no user and no engine");
+        ReaperRule.Look look = look(false);
+        return switch (ReaperRule.decide(look, Optional.ofNullable(idleSince), unloaded, clock.instant())) {
+            case ReaperRule.Decision.UsersLive live -> new PassOutcome(PassOutcome.Action.USERS_LIVE, "a user holds the engine");
+            case ReaperRule.Decision.NothingToDo nothing -> new PassOutcome(PassOutcome.Action.NOTHING_TO_DO, nothing.why());
+            case ReaperRule.Decision.UnloadedEarlier earlier -> new PassOutcome(PassOutcome.Action.UNLOADED_EARLIER,
+                    "weights unloaded; watching");
+            case ReaperRule.Decision.Idling idling -> new PassOutcome(PassOutcome.Action.IDLING, idling.why()
+                    + (idleSince == null ? " (the idle time starts now)" : " (idle since " + idleSince + ")"));
+            case ReaperRule.Decision.Unload unload -> new PassOutcome(PassOutcome.Action.UNLOADED, "would unload the weights:"
+                    + " idle with no user for " + unload.idle().toSeconds() + " s");
+            case ReaperRule.Decision.Stop stop -> new PassOutcome(PassOutcome.Action.STOPPED, "would stop "
+                    + stop.engines().size() + " engine(s) (" + stop.why() + "): " + stop.engines().stream()
+                            .map(r -> r.file().getFileName() + " (pid " + r.pid() + ")").toList());
+        };
     }
 
-    private PassOutcome underBuildLock() {
-        // A user may have joined while the build lock was taken.
-        if (users.anyLive(dir)) {
-            resetIdle();
-            return new PassOutcome(PassOutcome.Action.USERS_LIVE, "a user joined");
-        }
-        List<EngineRecord> recorded = records.read(dir);
-        if (recorded.isEmpty()) {
-            if (externalEngine.isPresent()) {
-                return unloadWhenIdle(List.of(EngineClient.Endpoint.configured(externalEngine.get())), List.of()).orElseThrow();
+    /**
+     * What a pass sees: whether a user holds the engine (a pass removes the files of users that are gone, a dry run
+     * only looks), the engines recorded, the keep-warm markers and the idle time they give, and which recorded engines
+     * no other dir's live users hold.
+     */
+    private ReaperRule.Look look(boolean cleaning) {
+        boolean usersLive = cleaning ? users.anyLive(dir) : !users.liveIds(dir).isEmpty();
+        List<EngineRecord> recorded = usersLive ? List.of() : records.read(dir);
+        ReaperRule.Look look = new ReaperRule.Look(usersLive, recorded, externalEngine.isPresent(),
+                !dir.keepWarmMarkers().isEmpty(), dir.keepWarmIdle(idleTtl), List.of());
+        // Other dirs are read only where the rule may stop: a kept-warm engine is unloaded, never stopped, while it answers.
+        return look.keptWarm() ? look : look.withStoppable(notUsedElsewhere(recorded, cleaning));
+    }
+
+    private PassOutcome act(ReaperRule.Look look, ReaperRule.Decision decision) {
+        return switch (decision) {
+            case ReaperRule.Decision.UsersLive live -> {
+                resetIdle();
+                yield new PassOutcome(PassOutcome.Action.USERS_LIVE, "a user joined");
             }
-            resetIdle();
-            return new PassOutcome(PassOutcome.Action.NOTHING_TO_DO, "no user and no engine");
-        }
-        boolean keptWarm = !dir.keepWarmMarkers().isEmpty();
-        if (keptWarm) {
-            Optional<PassOutcome> idling = unloadWhenIdle(endpoints(recorded), recorded);
-            if (idling.isPresent()) {
-                return idling.get();
+            case ReaperRule.Decision.NothingToDo nothing -> {
+                resetIdle();
+                yield new PassOutcome(PassOutcome.Action.NOTHING_TO_DO, nothing.why());
             }
+            case ReaperRule.Decision.UnloadedEarlier earlier -> new PassOutcome(PassOutcome.Action.UNLOADED_EARLIER,
+                    "weights unloaded; watching");
+            case ReaperRule.Decision.Idling idling -> {
+                idle(look);
+                yield new PassOutcome(PassOutcome.Action.IDLING, idling.why());
+            }
+            case ReaperRule.Decision.Unload unload -> {
+                idle(look);
+                yield unload(look, unload.idle());
+            }
+            case ReaperRule.Decision.Stop stop -> stop(stop);
+        };
+    }
+
+    /** A kept-warm engine idles: its idle time starts, if it has not, and the rule's allowance is what its markers say. */
+    private void idle(ReaperRule.Look look) {
+        if (idleSince == null) {
+            idleSince = clock.instant();
         }
-        List<EngineRecord> stoppable = notUsedElsewhere(recorded);
-        if (stoppable.isEmpty()) {
-            resetIdle();
-            return new PassOutcome(PassOutcome.Action.NOTHING_TO_DO, "no user here; the engine recorded here is also"
-                    + " recorded in another engine dir whose users are live, and that dir's rule decides");
+        keptWarmFor = look.idleTtl().orElse(Unused.NEVER);
+    }
+
+    /**
+     * Unloads a kept-warm engine's weights. A refused unload starts a new idle window; when none of the recorded
+     * engines answers any more, they are gone, and they are stopped (their records cleaned up: an engine lilbee did
+     * not start has no record and is never stopped).
+     */
+    private PassOutcome unload(ReaperRule.Look look, Duration idle) {
+        List<EngineClient.Endpoint> engines = look.recorded().isEmpty()
+                ? List.of(EngineClient.Endpoint.configured(externalEngine.orElseThrow())) : endpoints(look.recorded());
+        List<String> refusals = engines.stream().map(client::unload).filter(r -> !r.unloaded())
+                .map(EngineClient.UnloadResult::detail).toList();
+        if (Thread.currentThread().isInterrupted()) {
+            // Not a refusal: an engine that no longer seems to answer must not be stopped on the way out.
+            return interrupted("during an unload");
         }
-        List<String> done = stopper.stopAll(dir, stoppable);
+        if (!engines.isEmpty() && refusals.isEmpty()) {
+            unloaded = true;
+            LOG.infof("Engine weights unloaded at %s (idle with no user)", dir.root());
+            return new PassOutcome(PassOutcome.Action.UNLOADED, "idle with no user for " + idle.toSeconds() + " s");
+        }
+        idleSince = clock.instant();
+        if (!look.recorded().isEmpty() && look.recorded().stream().noneMatch(this::answers)) {
+            return act(look, ReaperRule.stop(look.withStoppable(notUsedElsewhere(look.recorded(), true)),
+                    "it stopped answering"));
+        }
+        LOG.warnf("Unloading the engine at %s was refused (%s); trying again after another idle window", dir.root(), refusals);
+        return new PassOutcome(PassOutcome.Action.UNLOAD_REFUSED, String.join("; ", refusals));
+    }
+
+    private PassOutcome stop(ReaperRule.Decision.Stop stop) {
+        List<String> done = stopper.stopAll(dir, stop.engines());
         if (Thread.currentThread().isInterrupted()) {
             return interrupted(String.join("; ", done));
         }
         resetIdle();
-        String why = keptWarm ? "it stopped answering" : "every user is gone";
-        LOG.infof("Engine stopped at %s (%s)", dir.root(), why);
-        return new PassOutcome(PassOutcome.Action.STOPPED, why + ": " + String.join("; ", done));
+        LOG.infof("Engine stopped at %s (%s)", dir.root(), stop.why());
+        return new PassOutcome(PassOutcome.Action.STOPPED, stop.why() + ": " + String.join("; ", done));
     }
 
     /**
      * The records whose engine no other dir both records and has live users for. lilbee records an engine
      * in one dir; a second record of it elsewhere is a neighbour's, which must not make this dir's idle
      * rule stop an engine its own users hold. Each other dir is read once a pass, and its users are looked
-     * at (never cleaned up: that is its own reaper's work) only when it records one of these engines.
+     * at (never cleaned up: that is its own reaper's work) only when it records one of these engines. A pass
+     * logs each record it leaves so, once.
      */
-    private List<EngineRecord> notUsedElsewhere(List<EngineRecord> recorded) {
+    private List<EngineRecord> notUsedElsewhere(List<EngineRecord> recorded, boolean logged) {
+        if (recorded.isEmpty()) {
+            return List.of();
+        }
         Map<Long, EngineDir> usedElsewhere = new HashMap<>();
         for (EngineDir other : others) {
             List<Long> shared = records.scan(other).records().stream().map(EngineRecord::pid)
@@ -213,63 +265,16 @@ public final class Reaper {
             EngineDir owner = usedElsewhere.get(record.pid());
             if (owner == null) {
                 stoppable.add(record);
-                refusalsLogged.remove(record.file());
-            } else if (refusalsLogged.add(record.file())) {
+                if (logged) {
+                    refusalsLogged.remove(record.file());
+                }
+            } else if (logged && refusalsLogged.add(record.file())) {
                 LOG.warnf("Not stopping llama-swap pid %d for %s: it is also recorded in %s, whose users are live (a"
                         + " record here naming another dir's engine is not lilbee's); the record is left in place",
                         record.pid(), record.file(), owner.root());
             }
         }
         return stoppable;
-    }
-
-    /** A recorded engine with a keep-warm marker, or an engine lilbee did not start. */
-    private boolean keptWarm(List<EngineRecord> recorded) {
-        return recorded.isEmpty() ? externalEngine.isPresent() : !dir.keepWarmMarkers().isEmpty();
-    }
-
-    /**
-     * Unloads a kept-warm engine's weights after its idle time with no user. A refused unload
-     * starts a new idle window. Empty when none of the {@code recorded} engines answers any more:
-     * they are gone, and the caller cleans up (an engine lilbee did not start has no record and is
-     * never cleaned up).
-     */
-    private Optional<PassOutcome> unloadWhenIdle(List<EngineClient.Endpoint> engines, List<EngineRecord> recorded) {
-        Instant now = clock.instant();
-        if (idleSince == null) {
-            idleSince = now;
-        }
-        if (unloaded) {
-            return Optional.of(new PassOutcome(PassOutcome.Action.UNLOADED_EARLIER, "weights unloaded; watching"));
-        }
-        Duration idle = Duration.between(idleSince, now);
-        Optional<Duration> ttl = dir.keepWarmIdle(idleTtl);
-        keptWarmFor = ttl.orElse(Unused.NEVER);
-        if (ttl.isEmpty()) {
-            return Optional.of(new PassOutcome(PassOutcome.Action.IDLING,
-                    "idle for " + idle.toSeconds() + " s; a keep-warm marker of 0 minutes keeps the weights loaded"));
-        }
-        if (idle.compareTo(ttl.get()) < 0) {
-            return Optional.of(new PassOutcome(PassOutcome.Action.IDLING,
-                    "idle for " + idle.toSeconds() + " s of " + ttl.get().toSeconds() + " s"));
-        }
-        List<String> refusals = engines.stream().map(client::unload).filter(r -> !r.unloaded())
-                .map(EngineClient.UnloadResult::detail).toList();
-        if (Thread.currentThread().isInterrupted()) {
-            // Not a refusal: an engine that no longer seems to answer must not be stopped on the way out.
-            return Optional.of(interrupted("during an unload"));
-        }
-        if (!engines.isEmpty() && refusals.isEmpty()) {
-            unloaded = true;
-            LOG.infof("Engine weights unloaded at %s (idle with no user)", dir.root());
-            return Optional.of(new PassOutcome(PassOutcome.Action.UNLOADED, "idle with no user for " + idle.toSeconds() + " s"));
-        }
-        idleSince = now;
-        if (!recorded.isEmpty() && recorded.stream().noneMatch(this::answers)) {
-            return Optional.empty();
-        }
-        LOG.warnf("Unloading the engine at %s was refused (%s); trying again after another idle window", dir.root(), refusals);
-        return Optional.of(new PassOutcome(PassOutcome.Action.UNLOAD_REFUSED, String.join("; ", refusals)));
     }
 
     private static PassOutcome interrupted(String detail) {

@@ -2,6 +2,7 @@ package dev.warden.gate;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import dev.warden.gate.GateDecision.LilbeeState;
 import dev.warden.gate.pod.LilbeeSwitch;
 import dev.warden.simulation.Sim;
 import dev.warden.time.Moment;
@@ -250,6 +251,82 @@ class GateMutationSoak {
     @Test
     void clocksSkewedPastTheMargin() {
         finds(EnumSet.of(Sim.Mutation.CLOCKS_SKEWED_PAST_THE_MARGIN), GateDecision::new, "two lilbees", Sim.Focus.LEASE);
+    }
+
+    /** A gate file replaced under the elected warden (a reset, a rename) taken as still elected. Undone: it stands by. */
+    @Test
+    void aReplacedGateFileStillElects() {
+        finds(Sim.none(), timings -> new GateDecision(timings) {
+            @Override
+            Optional<NotElected> whyNotElected(Observation seen) {
+                return super.whyNotElected(seen).filter(why -> why.cause() != GateOutcome.Cause.GATE_REPLACED);
+            }
+        }, null);
+    }
+
+    /** A gate lock unlocked under warden (through a descriptor of its open file) taken as still held. Undone: lost. */
+    @Test
+    void aLostGateLockStillElects() {
+        finds(Sim.none(), timings -> new GateDecision(timings) {
+            @Override
+            Optional<NotElected> whyNotElected(Observation seen) {
+                return super.whyNotElected(seen).filter(why -> why.cause() != GateOutcome.Cause.GATE_LOST);
+            }
+        }, null);
+    }
+
+    /** This pod's lilbee, proven on a server.lock no longer at the path, left to serve on. Undone: stopped. */
+    @Test
+    void aLilbeeOnAReplacedServerLockGoesOn() {
+        finds(Sim.none(), goesOn(LilbeeState.ON_REPLACED_FILE), null);
+    }
+
+    /** This pod's lilbee, run longer than a start takes on no lock at the path, left to run. Undone: stopped. */
+    @Test
+    void anUnprovenLilbeeGoesOn() {
+        finds(Sim.none(), goesOn(LilbeeState.UNPROVEN), null);
+    }
+
+    /** This pod's lilbee, run under a gate file since replaced, not this warden's, left to run. Undone: stopped. */
+    @Test
+    void aLilbeeUnderAnotherGateGoesOn() {
+        finds(Sim.none(), goesOn(LilbeeState.UNDER_ANOTHER_GATE), null);
+    }
+
+    /** lilbee let start while another process holds server.lock (it would wait for it). Undone: it may not start. */
+    @Test
+    void aStartWhileServerLockIsHeld() {
+        finds(Sim.none(), timings -> new GateDecision(timings) {
+            @Override
+            GateAction.Word word(Observation seen, Lilbee lilbee, Optional<Moment> settleUntil, Moment electedAt, Moment now) {
+                boolean settled = settleUntil.filter(now::isBefore).isEmpty();
+                return lilbee.state() == LilbeeState.NONE && settled && seen.server().failure().isEmpty()
+                        && seen.server().probe().equals(Optional.of(dev.warden.lock.LockProbe.HELD))
+                        ? new GateAction.Word.Start(permitEnd(seen, now)) : super.word(seen, lilbee, settleUntil, electedAt, now);
+            }
+        }, null);
+    }
+
+    /** A warden that handed the gate over contending again at once. Undone: it holds back, so that a standby takes it. */
+    @Test
+    void noHoldingBackAfterAHandover() {
+        finds(Sim.none(), timings -> new GateDecision(timings) {
+            @Override
+            Moment holdBackUntil(Moment contendFrom, Observation seen) {
+                return seen.now();
+            }
+        }, null);
+    }
+
+    /** The decision with one of its stops undone: a lilbee of this pod in {@code state} told to go on. */
+    private static Function<GateTimings, GateDecision> goesOn(LilbeeState state) {
+        return timings -> new GateDecision(timings) {
+            @Override
+            GateAction.Word word(Observation seen, Lilbee lilbee, Optional<Moment> settleUntil, Moment electedAt, Moment now) {
+                return lilbee.state() == state ? new GateAction.Word.Go(permitEnd(seen, now))
+                        : super.word(seen, lilbee, settleUntil, electedAt, now);
+            }
+        };
     }
 
     private static void finds(Set<Sim.Mutation> mutations, Function<GateTimings, GateDecision> decisions, String what) {

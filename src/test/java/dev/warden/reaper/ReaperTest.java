@@ -436,11 +436,14 @@ class ReaperTest {
         Files.copy(recordFile(), legacy.root().resolve(recordFile().getFileName()));
         Reaper legacyReaper = SystemReaper.of(legacy, new EngineUsers(locker), SystemReaper.client(), TERM, clock, IDLE_TTL,
                 Optional.empty(), List.of(dir));
+        PassOutcome dry = legacyReaper.dryRun();
+        assertEquals(PassOutcome.Action.NOTHING_TO_DO, dry.action(), "the dry run decides as the pass: " + dry.detail());
         PassOutcome outcome = legacyReaper.pass();
         assertEquals(PassOutcome.Action.NOTHING_TO_DO, outcome.action(), outcome.detail());
         assertTrue(engine.alive(), "the slot's user holds it");
         assertEquals(1, legacy.recordFiles().size(), "the forged record is left in place");
         user.kill();
+        assertEquals(PassOutcome.Action.STOPPED, legacyReaper.dryRun().action(), "the dry run, once no dir has a user");
         assertEquals(PassOutcome.Action.STOPPED, legacyReaper.pass().action(), "no dir has a user any more");
         assertEquals(143, engine.exitCode(Duration.ofSeconds(10)), "SIGTERM: the pass does not wait for the exit");
     }
