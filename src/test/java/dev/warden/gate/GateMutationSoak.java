@@ -261,61 +261,34 @@ class GateMutationSoak {
             Optional<NotElected> whyNotElected(Observation seen) {
                 return super.whyNotElected(seen).filter(why -> why.cause() != GateOutcome.Cause.GATE_REPLACED);
             }
-        }, null);
+        }, "two lilbees");
     }
 
-    /** A gate lock unlocked under warden (through a descriptor of its open file) taken as still held. Undone: lost. */
-    @Test
-    void aLostGateLockStillElects() {
-        finds(Sim.none(), timings -> new GateDecision(timings) {
-            @Override
-            Optional<NotElected> whyNotElected(Observation seen) {
-                return super.whyNotElected(seen).filter(why -> why.cause() != GateOutcome.Cause.GATE_LOST);
-            }
-        }, null);
-    }
-
-    /** This pod's lilbee, proven on a server.lock no longer at the path, left to serve on. Undone: stopped. */
+    /**
+     * This pod's lilbee, proven on a server.lock no longer at the path, left to serve on: the data dir is served by no
+     * lilbee on its file, for good. Undone: stopped, to start again on the file at the path.
+     */
     @Test
     void aLilbeeOnAReplacedServerLockGoesOn() {
-        finds(Sim.none(), goesOn(LilbeeState.ON_REPLACED_FILE), null);
+        finds(Sim.none(), goesOn(LilbeeState.ON_REPLACED_FILE), "0 pods serve");
     }
 
-    /** This pod's lilbee, run longer than a start takes on no lock at the path, left to run. Undone: stopped. */
+    /**
+     * This pod's lilbee, run longer than a start takes on no lock at the path, left to run, and never serving. Undone:
+     * stopped, to start again on the file at the path.
+     */
     @Test
     void anUnprovenLilbeeGoesOn() {
-        finds(Sim.none(), goesOn(LilbeeState.UNPROVEN), null);
+        finds(Sim.none(), goesOn(LilbeeState.UNPROVEN), "no pod serves");
     }
 
-    /** This pod's lilbee, run under a gate file since replaced, not this warden's, left to run. Undone: stopped. */
+    /**
+     * This pod's lilbee, run under a gate file since replaced, not this warden's, left to run, and never serving. Undone:
+     * stopped, to start again under the gate this warden holds.
+     */
     @Test
     void aLilbeeUnderAnotherGateGoesOn() {
-        finds(Sim.none(), goesOn(LilbeeState.UNDER_ANOTHER_GATE), null);
-    }
-
-    /** lilbee let start while another process holds server.lock (it would wait for it). Undone: it may not start. */
-    @Test
-    void aStartWhileServerLockIsHeld() {
-        finds(Sim.none(), timings -> new GateDecision(timings) {
-            @Override
-            GateAction.Word word(Observation seen, Lilbee lilbee, Optional<Moment> settleUntil, Moment electedAt, Moment now) {
-                boolean settled = settleUntil.filter(now::isBefore).isEmpty();
-                return lilbee.state() == LilbeeState.NONE && settled && seen.server().failure().isEmpty()
-                        && seen.server().probe().equals(Optional.of(dev.warden.lock.LockProbe.HELD))
-                        ? new GateAction.Word.Start(permitEnd(seen, now)) : super.word(seen, lilbee, settleUntil, electedAt, now);
-            }
-        }, null);
-    }
-
-    /** A warden that handed the gate over contending again at once. Undone: it holds back, so that a standby takes it. */
-    @Test
-    void noHoldingBackAfterAHandover() {
-        finds(Sim.none(), timings -> new GateDecision(timings) {
-            @Override
-            Moment holdBackUntil(Moment contendFrom, Observation seen) {
-                return seen.now();
-            }
-        }, null);
+        finds(Sim.none(), goesOn(LilbeeState.UNDER_ANOTHER_GATE), "no pod serves");
     }
 
     /** The decision with one of its stops undone: a lilbee of this pod in {@code state} told to go on. */
