@@ -6,6 +6,7 @@ import dev.warden.keeper.KeeperLoop;
 import dev.warden.keeper.KeeperPhase;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.HeldLock;
+import dev.warden.lock.LockAttempt;
 import dev.warden.lock.LockException;
 import dev.warden.lock.LockReach;
 import dev.warden.lock.ProcLocks;
@@ -25,7 +26,6 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BiConsumer;
@@ -109,8 +109,8 @@ public class LockKeeper {
         started = true;
         paths = prepare(lilbeePaths);
         List<Slot> planned = new ArrayList<>();
-        paths.scopeLock().ifPresent(p -> planned.add(new Slot(LockKind.SCOPE, p)));
-        Slot dataDir = new Slot(LockKind.DATA_DIR, paths.serverLock());
+        paths.scopeLock().ifPresent(p -> planned.add(new Slot(LockKind.SCOPE, p, locker)));
+        Slot dataDir = new Slot(LockKind.DATA_DIR, paths.serverLock(), locker);
         // The scope lock excludes servers of the scope on this volume's mounts too, but one server per data dir is the
         // promise, and the data-dir lock is what keeps it: that is the lock whose reach is proven.
         // Nothing of hold mode's outlives its hold: warden holds server.lock in place of the server.
@@ -223,14 +223,12 @@ public class LockKeeper {
 
     /** The wait in the kernel in progress, whose end starts the next round at once. */
     private CompletableFuture<?> pendingWait() {
-        return slots.stream().filter(s -> s.attempt != null).findFirst().map(s -> s.attempt).orElse(null);
+        return slots.stream().map(s -> s.attempt.pending()).filter(java.util.Objects::nonNull).findFirst().orElse(null);
     }
 
     private void finish() {
         for (Slot slot : slots) {
-            if (slot.attempt != null) {
-                slot.attempt.cancel(false);
-            }
+            slot.attempt.cancel();
         }
         releaseFrom(0);
         publish(KeeperPhase.STOPPED);
@@ -271,35 +269,23 @@ public class LockKeeper {
 
     /** Moves one lock towards held without blocking; true when it is ours. */
     private boolean take(Slot slot, Instant now) {
-        if (slot.attempt == null) {
-            if (slot.retryAt != null && now.isBefore(slot.retryAt)) {
-                return false;
-            }
-            try {
-                Optional<HeldLock> lock = locker.tryLockCreatingDirs(slot.path);
-                if (lock.isPresent()) {
-                    becomeHolder(slot, lock.get(), now);
-                    return true;
-                }
-            } catch (LockException e) {
-                fail(slot, now, e.getMessage());
-                return false;
-            }
-            slot.attempt = locker.lockInBackground(slot.path);
-        }
-        if (!slot.attempt.isDone()) {
-            standBy(slot, now);
+        if (slot.attempt.pending() == null && slot.retryAt != null && now.isBefore(slot.retryAt)) {
             return false;
         }
-        CompletableFuture<HeldLock> done = slot.attempt;
-        slot.attempt = null;
-        try {
-            becomeHolder(slot, done.join(), now);
-            return true;
-        } catch (CompletionException e) {
-            fail(slot, now, e.getCause().getMessage());
-            return false;
-        }
+        return switch (slot.attempt.take()) {
+            case LockAttempt.Outcome.Won won -> {
+                becomeHolder(slot, won.lock(), now);
+                yield true;
+            }
+            case LockAttempt.Outcome.Waiting waiting -> {
+                standBy(slot, now);
+                yield false;
+            }
+            case LockAttempt.Outcome.Failed failed -> {
+                fail(slot, now, failed.why());
+                yield false;
+            }
+        };
     }
 
     private void becomeHolder(Slot slot, HeldLock lock, Instant now) {
@@ -426,16 +412,17 @@ public class LockKeeper {
         HeldLock held;
         /** For the scope: whether this hold's owner file has been written. */
         boolean ownerWritten;
-        CompletableFuture<HeldLock> attempt;
+        final LockAttempt attempt;
         /** The heartbeat proving that the lock excludes the other pods of the volume; null for a lock not proven so. */
         LockReach reach;
         LockState state = new LockState.Waiting("not tried yet");
         Instant retryAt;
         Instant holderReadAt = Instant.EPOCH;
 
-        Slot(LockKind kind, Path path) {
+        Slot(LockKind kind, Path path, FileLocker locker) {
             this.kind = kind;
             this.path = path;
+            this.attempt = new LockAttempt(locker, path);
         }
     }
 }

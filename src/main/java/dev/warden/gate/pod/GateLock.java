@@ -3,8 +3,8 @@ package dev.warden.gate.pod;
 import dev.warden.gate.GateAction;
 import dev.warden.gate.Observation;
 import dev.warden.lock.FileLocker;
+import dev.warden.lock.LockAttempt;
 import dev.warden.lock.HeldLock;
-import dev.warden.lock.LockException;
 import dev.warden.lock.LockReach;
 import dev.warden.lock.Posix;
 import dev.warden.lock.ProcFs;
@@ -14,7 +14,6 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import org.jboss.logging.Logger;
 
 /**
@@ -29,6 +28,7 @@ public final class GateLock implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(GateLock.class);
 
     private final FileLocker locker;
+    private final LockAttempt attempt;
     private final ProcFs procs;
     private final Path path;
     private final Duration errorRetry;
@@ -37,7 +37,6 @@ public final class GateLock implements AutoCloseable {
     private HeldLock held;
     /** The lock let go while this pod's supervisor holds the same open file for its stopping lilbee: kept, to be unlocked. */
     private HeldLock retired;
-    private CompletableFuture<HeldLock> waiting;
     /** Why the lock cannot be taken, and when to try again. */
     private String unlockable;
     private Moment retryAt;
@@ -45,6 +44,7 @@ public final class GateLock implements AutoCloseable {
     /** @param reach the heartbeat that proves a lock taken excludes the other pods; empty where the Lease elects */
     public GateLock(FileLocker locker, ProcFs procs, Path path, Duration errorRetry, Optional<LockReach> reach) {
         this.locker = locker;
+        this.attempt = new LockAttempt(locker, path);
         this.procs = procs;
         this.path = path;
         this.errorRetry = errorRetry;
@@ -53,15 +53,8 @@ public final class GateLock implements AutoCloseable {
 
     /** What is held, as one look: the file, whether it is still at the path, and whether its lock is still there. */
     Observation.Gate look() {
-        if (held == null && waiting != null && waiting.isDone()) {
-            CompletableFuture<HeldLock> done = waiting;
-            waiting = null;
-            try {
-                held = done.join();
-                taken();
-            } catch (CompletionException e) {
-                fail(e.getCause() instanceof LockException locked ? locked.getMessage() : String.valueOf(e.getCause()), null);
-            }
+        if (held == null) {
+            attempt.ended().ifPresent(ended -> settle(ended, null));
         }
         if (held != null) {
             if (!procs.exclusiveFlock(procs.self(), held.descriptorToPass(), held.fileId())) {
@@ -81,21 +74,26 @@ public final class GateLock implements AutoCloseable {
 
     /** Takes the lock if it is free, else waits for it in the kernel; after a failure, only once the retry is due. */
     void contend(Moment now) {
-        if (held != null || waiting != null || retryAt != null && now.isBefore(retryAt)) {
+        if (held != null || attempt.pending() != null || retryAt != null && now.isBefore(retryAt)) {
             return;
         }
-        try {
-            Optional<HeldLock> won = locker.tryLockCreatingDirs(path);
-            unlockable = null;
-            retryAt = null;
-            if (won.isPresent()) {
-                held = won.get();
+        settle(attempt.take(), now);
+    }
+
+    /** What an attempt came to: the lock held (its heartbeat starts), a wait in the kernel, or a failure to retry. */
+    private void settle(LockAttempt.Outcome outcome, Moment now) {
+        switch (outcome) {
+            case LockAttempt.Outcome.Won won -> {
+                unlockable = null;
+                retryAt = null;
+                held = won.lock();
                 taken();
-            } else {
-                waiting = locker.lockInBackground(path);
             }
-        } catch (LockException e) {
-            fail(e.getMessage(), now);
+            case LockAttempt.Outcome.Waiting waiting -> {
+                unlockable = null;
+                retryAt = null;
+            }
+            case LockAttempt.Outcome.Failed failed -> fail(failed.why(), now);
         }
     }
 
@@ -131,11 +129,7 @@ public final class GateLock implements AutoCloseable {
     }
 
     private void cancelWaiting() {
-        if (waiting != null) {
-            // The wait goes on in the kernel until the lock is free; a lock won then is let go at once.
-            waiting.cancel(false);
-            waiting = null;
-        }
+        attempt.cancel();
     }
 
     /**
@@ -194,7 +188,7 @@ public final class GateLock implements AutoCloseable {
 
     /** The wait in the kernel in progress, whose end starts the next round at once. */
     public CompletableFuture<?> pending() {
-        return held == null ? waiting : null;
+        return held == null ? attempt.pending() : null;
     }
 
     @Override
