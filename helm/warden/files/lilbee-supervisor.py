@@ -111,13 +111,17 @@ class Rules:
     """When lilbee runs, as a pure function of the events and the time (nanoseconds, monotonic).
 
     step() applies one event, then the timers at that moment, and returns what to do:
-    ("start",), ("term",), ("kill",), ("signal", signum), ("release",) (close the gate lock) or ("exit", code).
+    ("start",), ("term",), ("kill",), ("signal", signum), ("release",) (close the gate lock) or ("exit", code); and,
+    last, ("warm",) whenever a prepared process is wanted (--prepare): none while terminating, none within
+    prepare_after of a lilbee's start or exit (a lilbee starting, here or in the pod that took over, has the CPU
+    first), and none while lilbee runs but a spare (--spare).
     """
 
     # calm: a lilbee that ran this long before it crashed was not crash-looping (one that cannot start fails in its
     # first seconds), and starts again at once.
-    def __init__(self, validity, grace, first_pause=SECOND, max_pause=30 * SECOND, calm=10 * SECOND, not_before=0):
-        self.validity = validity
+    def __init__(self, permit, grace, first_pause=SECOND, max_pause=30 * SECOND, calm=10 * SECOND, not_before=0,
+                 prepares=False, spare=False, prepare_after=0, prepare_from=0):
+        self.permit = permit
         self.grace = grace
         self.first_pause = first_pause
         self.max_pause = max_pause
@@ -131,30 +135,44 @@ class Rules:
         self.next_start = not_before
         self.pause = 0
         self.terminating = None
+        self.prepares = prepares
+        self.spare = spare
+        self.prepare_after = prepare_after
+        self.prepare_from = prepare_from
 
     def accepts_gate(self):
         """Whether a start permit's gate lock is kept: only while no lilbee runs and none is being stopped."""
         return self.lilbee == "none" and self.terminating is None
 
     def step(self, now, event, arg=None):
+        actions = self._event(now, event, arg)
+        if ("start",) in actions:
+            self.prepare_from = now + self.prepare_after
+        if self.prepares and self.terminating is None and now >= self.prepare_from and (
+                self.lilbee == "none" or self.spare):
+            actions.append(("warm",))
+        return actions
+
+    def _event(self, now, event, arg):
         actions = []
         if event == "start":
             if self.accepts_gate():
                 # The newest permit's gate lock is kept (the supervisor closes one it held before).
                 self.has_gate = True
-                self.permit_until = min(arg, now + self.validity)
+                self.permit_until = min(arg, now + self.permit)
             elif self.lilbee == "running":
-                self.permit_until = min(arg, now + self.validity)
+                self.permit_until = min(arg, now + self.permit)
         elif event == "go":
             # Extends a running lilbee only: a go never starts one, and never takes back a stop under way.
             if self.lilbee == "running":
-                self.permit_until = min(arg, now + self.validity)
+                self.permit_until = min(arg, now + self.permit)
         elif event == "stop":
             self.permit_until = 0
         elif event == "exited":
             # Only an exit of lilbee's own (a crash) is paused after: one this supervisor caused is no reason to wait.
             crashed = self.lilbee == "running"
             self.lilbee = "none"
+            self.prepare_from = now + self.prepare_after
             self.permit_until = 0
             if self.has_gate:
                 self.has_gate = False
@@ -890,7 +908,7 @@ def main(argv):
     parser.add_argument("--socket", default=os.environ.get("WARDEN_SWITCH_SOCKET", "/run/warden/switch.sock"),
                         help="warden's switch socket, on a volume only warden's and lilbee's containers mount"
                         " (default: $WARDEN_SWITCH_SOCKET, else %(default)s)")
-    parser.add_argument("--validity", type=float, default=float(os.environ.get("WARDEN_SWITCH_VALIDITY", "5")),
+    parser.add_argument("--permit", type=float, default=float(os.environ.get("WARDEN_SWITCH_PERMIT", "5")),
                         help="the longest a permit may last, in seconds, whatever warden says (default %(default)s)")
     parser.add_argument("--grace", type=float, default=float(os.environ.get("WARDEN_SWITCH_GRACE", "2")),
                         help="seconds between SIGTERM and SIGKILL of lilbee's process group (default %(default)s)")
@@ -935,8 +953,8 @@ def main(argv):
     if args.prepared is not None:
         fd, parent = (int(part) for part in args.prepared.split(":"))
         return prepared(fd, parent, modules, command)
-    if args.validity <= 0 or args.grace <= 0 or args.start_after < 0 or args.prepare_after < 0:
-        parser.error("--validity and --grace must be positive, --start-after and --prepare-after not negative")
+    if args.permit <= 0 or args.grace <= 0 or args.start_after < 0 or args.prepare_after < 0:
+        parser.error("--permit and --grace must be positive, --start-after and --prepare-after not negative")
     harden()
     return Supervisor(args, command, modules, started).run()
 
@@ -989,12 +1007,9 @@ class Supervisor:
     def __init__(self, args, command, modules, started):
         self.command = command
         self.warm = Warm(command, modules) if modules else None
-        self.spare = args.spare
-        self.prepare_after = int(args.prepare_after * SECOND)
-        # No prepared process before this moment: a lilbee starting here, or elsewhere on this node, has the CPU first.
-        self.prepare_from = started
-        self.rules = Rules(int(args.validity * SECOND), int(args.grace * SECOND),
-                           not_before=started + int(args.start_after * SECOND))
+        self.rules = Rules(int(args.permit * SECOND), int(args.grace * SECOND),
+                           not_before=started + int(args.start_after * SECOND), prepares=self.warm is not None,
+                           spare=args.spare, prepare_after=int(args.prepare_after * SECOND), prepare_from=started)
         self.warden = Warden(args.socket, WardenIdentity(args.warden_uid, args.same_container_warden))
         # Bound before anything else: a port taken ends this supervisor before any lilbee (see Health).
         self.health = Health(args.health_port, self) if args.health_port else None
@@ -1070,16 +1085,12 @@ class Supervisor:
                 code = 128 - rc if rc < 0 else rc
                 log("lilbee exited (%d)%s" % (code, "" if self.rules.terminating else "; started again on warden's next permit"))
                 self.lilbee = None
-                self.prepare_from = now + self.prepare_after
                 result = self.apply(now, "exited", code)
                 if result is not None:
                     return result
         self.warden.flush()
         for line, fds in self.warden.receive():
             self.hear(now, line, fds)
-        if self.warm is not None and self.rules.terminating is None and now >= self.prepare_from and (
-                self.lilbee is None or self.spare):
-            self.warm.keep(now)
         self.apply(now, "tick")
         self.report(now)
         return None
@@ -1145,6 +1156,8 @@ class Supervisor:
                 if self.gate_fd is not None:
                     os.close(self.gate_fd)
                     self.gate_fd = None
+            elif kind == "warm":
+                self.warm.keep(now)
             elif kind == "exit":
                 if self.warm is not None:
                     self.warm.discard()
@@ -1159,13 +1172,11 @@ class Supervisor:
             log("warden's permit: starting lilbee in its prepared process (pid %d)" % prepared.pid)
             self.lilbee = prepared
             self.launched_at = now
-            self.prepare_from = now + self.prepare_after
             return
         log("warden's permit: starting lilbee")
         try:
             self.lilbee = subprocess.Popen(self.command, start_new_session=True, preexec_fn=tied_to(os.getpid()))
             self.launched_at = now
-            self.prepare_from = now + self.prepare_after
         except OSError as e:
             log("cannot start %s: %s" % (self.command[0], e.strerror or e))
             self.lilbee = None

@@ -180,9 +180,10 @@ class RulesTable(unittest.TestCase):
         self.assertGreater(len(table["cases"]), 10)
         for case in table["cases"]:
             config = dict(table["config"], **case.get("config", {}))
-            rules = supervisor.Rules(config["validity_ms"] * MS, config["grace_ms"] * MS, config["first_pause_ms"] * MS,
+            rules = supervisor.Rules(config["permit_ms"] * MS, config["grace_ms"] * MS, config["first_pause_ms"] * MS,
                                      config["max_pause_ms"] * MS, config["calm_ms"] * MS,
-                                     not_before=config.get("not_before_ms", 0) * MS)
+                                     not_before=config.get("not_before_ms", 0) * MS, prepares=config["prepare"],
+                                     spare=config["spare"], prepare_after=config["prepare_after_ms"] * MS)
             with self.subTest(case["name"]):
                 for at, event, arg, expected in case["steps"]:
                     argument = arg * MS if event in ("start", "go") else arg
@@ -329,7 +330,7 @@ class Pod(unittest.TestCase):
     def supervise(self, *options, ignore_term=False, same_container=True):
         """The supervisor, believing a warden in this container (the fake warden is this test) unless told otherwise."""
         trust = ["--same-container-warden"] if same_container else []
-        command = [sys.executable, SUPERVISOR, "--socket", self.socket, "--validity", "3", "--grace", "1", *trust, *options,
+        command = [sys.executable, SUPERVISOR, "--socket", self.socket, "--permit", "3", "--grace", "1", *trust, *options,
                    "--", sys.executable, "-c", LILBEE, self.server_lock, self.state, "1" if ignore_term else "0"]
         process = subprocess.Popen(command, stdout=self.log, stderr=self.log)
         self.processes.append(process)
@@ -367,12 +368,12 @@ class Pod(unittest.TestCase):
         warden.start(gate, seconds)
         os.close(gate)
 
-    def serving(self, validity, ignore_term=False):
-        """A supervisor whose warden gave a permit of `validity` seconds and its gate lock: (warden, supervisor, lilbee's pid)."""
+    def serving(self, seconds, ignore_term=False):
+        """A supervisor whose warden gave a permit of `seconds` seconds and its gate lock: (warden, supervisor, lilbee's pid)."""
         warden = self.warden()
         process = self.supervise(ignore_term=ignore_term)
         warden.accept()
-        self.permit(warden, validity)
+        self.permit(warden, seconds)
         return warden, process, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False))
 
     def test_nothing_starts_without_a_permit(self):
@@ -789,7 +790,7 @@ class Warm(Pod):
 
     def supervise(self, *options, ignore_term=False, same_container=True, lilbee=()):
         trust = ["--same-container-warden"] if same_container else []
-        command = [sys.executable, SUPERVISOR, "--socket", self.socket, "--validity", "3", "--grace", "1", *trust,
+        command = [sys.executable, SUPERVISOR, "--socket", self.socket, "--permit", "3", "--grace", "1", *trust,
                    "--prepare", "warmed", *options, "--", *(lilbee or [self.script]), self.server_lock, self.state,
                    "1" if ignore_term else "0"]
         process = subprocess.Popen(command, stdout=self.log, stderr=self.log)
@@ -807,22 +808,22 @@ class Warm(Pod):
         line = warden.report(lambda line: line.startswith("warm ") and line not in ("warm none", "warm %s" % other_than))
         return int(line.split()[1])
 
-    def serving_warm(self, validity, *options, **kwargs):
-        """A supervisor whose lilbee runs in the process it prepared, on warden's permit of `validity` seconds:
+    def serving_warm(self, seconds, *options, **kwargs):
+        """A supervisor whose lilbee runs in the process it prepared, on warden's permit of `seconds` seconds:
         (warden, lilbee's pid). The permit waits for the prepared process: one not ready yet leaves lilbee to start cold."""
         warden = self.warden()
         self.supervise(*options, **kwargs)
         warden.accept()
         prepared = self.warm_pid(warden)
-        self.permit(warden, validity)
+        self.permit(warden, seconds)
         self.assertEqual(prepared, wait_for("lilbee serving", lambda: self.lilbee_pid(required=False)))
         return warden, prepared
 
-    def serving(self, validity, ignore_term=False):
+    def serving(self, seconds, ignore_term=False):
         """Pod's, with the permit given once the prepared process is ready: given before, it would have to outlast the
         prepared Python's own start too (its interpreter, the supervisor's imports, then lilbee's), which a busy machine
         does not always finish within a permit of seconds that this fake warden never renews."""
-        warden, prepared = self.serving_warm(validity, ignore_term=ignore_term)
+        warden, prepared = self.serving_warm(seconds, ignore_term=ignore_term)
         return warden, self.processes[-1], prepared
 
     def assert_holds_nothing(self, pid):

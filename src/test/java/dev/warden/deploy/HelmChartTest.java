@@ -179,7 +179,7 @@ class HelmChartTest {
             new YAMLMapper().readTree(CHART.resolve("values.yaml").toFile()).at("/lilbee/supervisor/prepare")
                     .forEach(m -> prepared.add(m.asText()));
             assertTrue(prepared.containsAll(List.of("lilbee.cli", "lilbee.server.*")), prepared.toString());
-            assertEquals(List.of("python3", "/opt/warden/lilbee-supervisor.py", "--socket", "/run/warden/switch.sock", "--validity",
+            assertEquals(List.of("python3", "/opt/warden/lilbee-supervisor.py", "--socket", "/run/warden/switch.sock", "--permit",
                     "5", "--grace", "2", "--health-port", "8081", "--start-after", "2", "--prepare", String.join(",", prepared),
                     "--prepare-after", "2", "--spare", "--", "lilbee"), command, values);
             String script = null;

@@ -13,9 +13,10 @@ import java.util.Optional;
  * after a hello that reads its clock (a late one is asked again); it keeps a permit's gate lock itself, never gives it
  * lilbee, and its lilbee dies with it; to the warden it believes it reports what it runs, the permit and the gate it
  * holds, in one write, on every change and once a second (the first report to a warden that did not give it the gate
- * lock carries the lock's descriptor back), and does as its rules say. As the chart's ({@code --prepare}), it keeps a prepared lilbee
- * waiting while none runs, and starts lilbee in it on a permit (cold when there is none, or it was killed; another after
- * 30 s). Undumpable: no process of its UID looks into it or takes its descriptors. A stopped supervisor hears nothing and
+ * lock carries the lock's descriptor back), and does as its rules say. As the chart's ({@code --prepare},
+ * {@code --prepare-after 2}, {@code --spare}), it keeps a prepared lilbee waiting whenever its rules want one (from its
+ * start, none within 2 s of a lilbee's start or exit, and a spare beside a running lilbee), and starts lilbee in it on a
+ * permit (cold when there is none, or it was killed; another after 30 s). Undumpable: no process of its UID looks into it or takes its descriptors. A stopped supervisor hears nothing and
  * does nothing until it goes on.
  */
 final class SimSupervisor {
@@ -25,10 +26,12 @@ final class SimSupervisor {
     private static final long RECONNECT = 200 * Sim.MS;
     private static final long HELLO_AGAIN = 500 * Sim.MS;
     private static final long CLOCK_SKEW = Sim.SECOND;
-    static final long VALIDITY = 5 * Sim.SECOND;
+    static final long PERMIT = 5 * Sim.SECOND;
     static final long GRACE = 2 * Sim.SECOND;
     /** The chart's --start-after, its liveness probe's initialDelaySeconds: no lilbee, and no probe, before. */
     static final long START_AFTER = 2 * Sim.SECOND;
+    /** The chart's --prepare-after: no prepared lilbee within it of a lilbee's start or exit (and the chart's --spare). */
+    static final long PREPARE_AFTER = 2 * Sim.SECOND;
     /** A prepared lilbee gone before its permit is replaced no sooner (PREPARE_AGAIN_AFTER). */
     private static final long PREPARE_AGAIN_AFTER = 30 * Sim.SECOND;
 
@@ -74,7 +77,7 @@ final class SimSupervisor {
         this.startedAt = sim.clock(pod.node);
         // Counted from its container's start, not from its own (later): a lilbee of it may start a little earlier
         // here than there, never later than the probe watches.
-        this.rules = SupervisorRules.chart(VALIDITY, GRACE, startedAt + START_AFTER);
+        this.rules = SupervisorRules.chart(PERMIT, GRACE, startedAt + START_AFTER, PREPARE_AFTER, startedAt);
     }
 
     void start() {
@@ -143,7 +146,6 @@ final class SimSupervisor {
         if (!proc.alive) {
             return;
         }
-        prepare();
         apply("tick", 0);
         report();
         acknowledge();
@@ -152,7 +154,7 @@ final class SimSupervisor {
     private void connect() {
         if (warden == null && sim.mutated(Sim.Mutation.SUPERVISOR_BELIEVES_THE_PORT) && pod.hostile.squatting) {
             // As the supervisor that polled warden's port did: a squatter's answer there says lilbee may start.
-            apply("start", sim.clock(pod.node) + VALIDITY);
+            apply("start", sim.clock(pod.node) + PERMIT);
         }
         if (warden != null || sim.clock(pod.node) < nextTry) {
             return;
@@ -332,6 +334,7 @@ final class SimSupervisor {
                         gate = null;
                     }
                 }
+                case "warm" -> prepare();
                 case "exit" -> {
                     prepared().ifPresent(p -> sim.die(p.proc, "killed: its supervisor exits"));
                     // Its last word: lilbee is gone and no other will start from here.
@@ -344,8 +347,9 @@ final class SimSupervisor {
         }
     }
 
+    /** A prepared lilbee kept, as the rules want one: started when there is none, and not again soon after one died. */
     private void prepare() {
-        if (prepared == null && lilbee == null && rules.terminating == null && sim.clock(pod.node) >= prepareAgainAt) {
+        if (prepared == null && sim.clock(pod.node) >= prepareAgainAt) {
             prepared = SimLilbee.prepared(sim, this);
         }
     }

@@ -14,7 +14,10 @@ final class SupervisorRules {
         NONE, RUNNING, STOPPING
     }
 
-    /** What the supervisor does: start, term, kill, signal (with its number), release (the gate lock), exit (with a code). */
+    /**
+     * What the supervisor does: start, term, kill, signal (with its number), release (the gate lock), exit (with a code),
+     * warm (keep a prepared process).
+     */
     record Action(String kind, int arg) {
         static Action of(String kind) {
             return new Action(kind, 0);
@@ -26,7 +29,7 @@ final class SupervisorRules {
         }
     }
 
-    private final long validity;
+    private final long permit;
     final long grace;
     private final long firstPause;
     private final long maxPause;
@@ -40,10 +43,23 @@ final class SupervisorRules {
     private long nextStart;
     private long pause;
     Integer terminating;
+    private final boolean prepares;
+    private final boolean spare;
+    private final long prepareAfter;
+    private long prepareFrom;
 
-    /** {@code notBefore}: no lilbee starts earlier (the supervisor's start plus its --start-after). */
-    SupervisorRules(long validity, long grace, long firstPause, long maxPause, long calm, long notBefore) {
-        this.validity = validity;
+    /**
+     * {@code notBefore}: no lilbee starts earlier (the supervisor's start plus its --start-after). With {@code prepares}
+     * (--prepare), a prepared process is wanted from {@code prepareFrom} (the supervisor's start) on, and again
+     * {@code prepareAfter} after each lilbee's start or exit; with {@code spare}, while lilbee runs too.
+     */
+    SupervisorRules(long permit, long grace, long firstPause, long maxPause, long calm, long notBefore, boolean prepares,
+            boolean spare, long prepareAfter, long prepareFrom) {
+        this.prepares = prepares;
+        this.spare = spare;
+        this.prepareAfter = prepareAfter;
+        this.prepareFrom = prepareFrom;
+        this.permit = permit;
         this.grace = grace;
         this.firstPause = firstPause;
         this.maxPause = maxPause;
@@ -54,36 +70,52 @@ final class SupervisorRules {
 
     /**
      * The chart's supervisor: the permit's longest and grace as given, a first crash started again at once, then a pause
-     * of 1 s doubling to 30 s, back to none after a calm 10 s; no lilbee before {@code notBefore}.
+     * of 1 s doubling to 30 s, back to none after a calm 10 s; no lilbee before {@code notBefore}; a prepared process
+     * from {@code started} on, none within {@code prepareAfter} of a lilbee's start or exit, and a spare while lilbee
+     * runs.
      */
-    static SupervisorRules chart(long validity, long grace, long notBefore) {
-        return new SupervisorRules(validity, grace, 1_000_000_000L, 30_000_000_000L, 10_000_000_000L, notBefore);
+    static SupervisorRules chart(long permit, long grace, long notBefore, long prepareAfter, long started) {
+        return new SupervisorRules(permit, grace, 1_000_000_000L, 30_000_000_000L, 10_000_000_000L, notBefore, true, true,
+                prepareAfter, started);
     }
 
     boolean acceptsGate() {
         return lilbee == Lilbee.NONE && terminating == null;
     }
 
+    /** One event, then the timers; last, {@code warm} whenever a prepared process is wanted. */
     List<Action> step(long now, String event, long arg) {
+        List<Action> actions = event(now, event, arg);
+        if (actions.contains(Action.of("start"))) {
+            prepareFrom = now + prepareAfter;
+        }
+        if (prepares && terminating == null && now >= prepareFrom && (lilbee == Lilbee.NONE || spare)) {
+            actions.add(Action.of("warm"));
+        }
+        return actions;
+    }
+
+    private List<Action> event(long now, String event, long arg) {
         List<Action> actions = new ArrayList<>();
         switch (event) {
             case "start" -> {
                 if (acceptsGate()) {
                     hasGate = true;
-                    permitUntil = Math.min(arg, now + validity);
+                    permitUntil = Math.min(arg, now + permit);
                 } else if (lilbee == Lilbee.RUNNING) {
-                    permitUntil = Math.min(arg, now + validity);
+                    permitUntil = Math.min(arg, now + permit);
                 }
             }
             case "go" -> {
                 if (lilbee == Lilbee.RUNNING) {
-                    permitUntil = Math.min(arg, now + validity);
+                    permitUntil = Math.min(arg, now + permit);
                 }
             }
             case "stop" -> permitUntil = 0;
             case "exited" -> {
                 boolean crashed = lilbee == Lilbee.RUNNING;
                 lilbee = Lilbee.NONE;
+                prepareFrom = now + prepareAfter;
                 permitUntil = 0;
                 if (hasGate) {
                     hasGate = false;

@@ -28,9 +28,11 @@ class SupervisorRulesTest {
             if (c.has("config")) {
                 config.setAll((ObjectNode) c.get("config"));
             }
-            SupervisorRules rules = new SupervisorRules(config.path("validity_ms").asLong() * MS, config.path("grace_ms").asLong() * MS,
+            SupervisorRules rules = new SupervisorRules(config.path("permit_ms").asLong() * MS, config.path("grace_ms").asLong() * MS,
                     config.path("first_pause_ms").asLong() * MS, config.path("max_pause_ms").asLong() * MS,
-                    config.path("calm_ms").asLong() * MS, config.path("not_before_ms").asLong() * MS);
+                    config.path("calm_ms").asLong() * MS, config.path("not_before_ms").asLong() * MS,
+                    config.path("prepare").asBoolean(), config.path("spare").asBoolean(),
+                    config.path("prepare_after_ms").asLong() * MS, 0);
             for (JsonNode step : c.path("steps")) {
                 long at = step.get(0).asLong();
                 String event = step.get(1).asText();

@@ -26,16 +26,16 @@ public final class Supervised implements AutoCloseable {
     private final Path state;
 
     /** The supervisor's own settings: its permit's longest and its grace, as the chart gives them. */
-    public record Settings(Duration validity, Duration grace) {
+    public record Settings(Duration permit, Duration grace) {
         public static final Settings CHART = new Settings(Duration.ofSeconds(5), Duration.ofSeconds(2));
 
         List<String> options() {
-            return List.of("--validity", seconds(validity), "--grace", seconds(grace));
+            return List.of("--permit", seconds(permit), "--grace", seconds(grace));
         }
 
         /** Warden's settings for the same permit and grace, which its timings' inequalities count on, then {@code more}. */
         public List<String> wardenSettings(String... more) {
-            List<String> settings = new ArrayList<>(List.of("-Dwarden.gate.supervisor.permit=" + validity.toMillis() + "ms",
+            List<String> settings = new ArrayList<>(List.of("-Dwarden.gate.supervisor.permit=" + permit.toMillis() + "ms",
                     "-Dwarden.gate.supervisor.grace=" + grace.toMillis() + "ms"));
             settings.addAll(List.of(more));
             return settings;
