@@ -908,7 +908,10 @@ def main(argv):
     parser.add_argument("--socket", default=os.environ.get("WARDEN_SWITCH_SOCKET", "/run/warden/switch.sock"),
                         help="warden's switch socket, on a volume only warden's and lilbee's containers mount"
                         " (default: $WARDEN_SWITCH_SOCKET, else %(default)s)")
-    parser.add_argument("--permit", type=float, default=float(os.environ.get("WARDEN_SWITCH_PERMIT", "5")),
+    # --validity and $WARDEN_SWITCH_VALIDITY are taken too, so that a lilbee image and manifests of different releases
+    # agree.
+    parser.add_argument("--permit", "--validity", dest="permit", type=float,
+                        default=float(os.environ.get("WARDEN_SWITCH_PERMIT", os.environ.get("WARDEN_SWITCH_VALIDITY", "5"))),
                         help="the longest a permit may last, in seconds, whatever warden says (default %(default)s)")
     parser.add_argument("--grace", type=float, default=float(os.environ.get("WARDEN_SWITCH_GRACE", "2")),
                         help="seconds between SIGTERM and SIGKILL of lilbee's process group (default %(default)s)")

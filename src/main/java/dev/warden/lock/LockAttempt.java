@@ -74,10 +74,14 @@ public final class LockAttempt {
         return waiting;
     }
 
-    /** Gives a wait up: it goes on in the kernel until the lock is free, and a lock won then is let go at once. */
+    /**
+     * Gives a wait up: one still in the kernel goes on until the lock is free, and a lock won then is let go at once;
+     * one that has ended already, its lock won but not yet taken by a round, lets that lock go now.
+     */
     public void cancel() {
         if (waiting != null) {
             waiting.cancel(false);
+            waiting.thenAccept(HeldLock::close);
             waiting = null;
         }
     }

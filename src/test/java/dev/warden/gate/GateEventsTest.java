@@ -50,6 +50,15 @@ class GateEventsTest {
         assertEquals(List.of("SteppedDown"), reasons(Optional.of(serving), stepped));
     }
 
+    /** Settling is said when the settle holds lilbee back: elected beside a lilbee that is fenced, only Fenced. */
+    @Test
+    void settlingIsSaidOnlyWhenItKeepsLilbeeBack() {
+        Step standingBy = step(STANDBY, GateOutcome.STANDING_BY, "standing by", LilbeeState.NONE, new Word.Stop("no"));
+        Step fencing = step(SETTLING, GateOutcome.FENCING, "elected: stopping", LilbeeState.UNPROVEN,
+                new Word.Stop("this pod's lilbee (pid 4242) has run for longer than a start takes"));
+        assertEquals(List.of("Elected", "Fenced"), reasons(Optional.of(standingBy), fencing));
+    }
+
     @Test
     void aHandoverALostElectionAndAFencedLilbeeAreWarnings() {
         Step serving = step(ELECTED, GateOutcome.SERVING, "serving", LilbeeState.SERVING, new Word.Go(T));

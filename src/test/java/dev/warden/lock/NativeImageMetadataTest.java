@@ -57,6 +57,6 @@ class NativeImageMetadataTest {
                         downcall.at("/options/firstVariadicArg").asInt(-1)));
             }
         }
-        assertEquals(used, registered, METADATA + " must list exactly the shapes NativePosix links");
+        assertEquals(used, registered, METADATA + " must list exactly the shapes Libc links");
     }
 }

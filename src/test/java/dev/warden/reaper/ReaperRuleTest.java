@@ -60,10 +60,18 @@ class ReaperRuleTest {
         assertInstanceOf(Decision.Idling.class, decide(forever, Optional.of(NOW.minus(Duration.ofDays(9))), false));
     }
 
+    /** An engine lilbee did not start ({@code warden.engine.url}) and none recorded: kept warm, unloaded, never stopped. */
     @Test
-    void anEngineLilbeeDidNotStartIsOnlyEverUnloaded() {
+    void anEngineLilbeeDidNotStartIsKeptWarm() {
         Look external = look(false, List.of(), true, false, List.of());
+        assertInstanceOf(Decision.Idling.class, decide(external, Optional.of(NOW.minusSeconds(1)), false));
         assertEquals(new Decision.Unload(TTL), decide(external, Optional.of(NOW.minus(TTL)), false));
+        assertInstanceOf(Decision.UnloadedEarlier.class, decide(external, Optional.of(NOW.minus(TTL)), true));
+    }
+
+    /** A kept-warm engine whose unload none of its engines answers any more is stopped, as any other. */
+    @Test
+    void aKeptWarmEngineThatStoppedAnsweringIsStopped() {
         assertEquals(new Decision.Stop(List.of(ENGINE), "it stopped answering"),
                 ReaperRule.stop(look(false, List.of(ENGINE), false, true, List.of(ENGINE)), "it stopped answering"));
     }

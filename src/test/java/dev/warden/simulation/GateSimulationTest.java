@@ -65,6 +65,9 @@ class GateSimulationTest {
                 + " unserved with a pod able to serve: %.1f s (seed %d)%n", seed - first, first, seed - 1, steps,
                 (System.nanoTime() - began) / 1e9, longestUnserved / 1e9, longestSeed);
         System.out.println("SIMULATION wording: " + wording.summary());
-        wording.assertCovered();
+        if (STEPS >= 10_000_000) {
+            // A shorter search may not meet every outcome: the default one does.
+            wording.assertCovered();
+        }
     }
 }

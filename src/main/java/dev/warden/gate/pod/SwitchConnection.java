@@ -44,8 +44,9 @@ final class SwitchConnection {
 
     /**
      * Sends {@code text}, with {@code passFd} when there is one, after whatever still waits; what the kernel does not
-     * take waits for the next send. Empty when sent or waiting; else why the connection must go (its peer does not
-     * read, or the socket failed).
+     * take waits for the next send. A descriptor is never queued: a start behind bytes still waiting is not sent at all,
+     * and the switch says it again (its words are repeated every {@link LilbeeSwitch#REPEAT}). Empty when sent, waiting
+     * or so left out; else why the connection must go (its peer does not read, or the socket failed).
      */
     Optional<String> send(Posix posix, String text, int passFd) {
         byte[] bytes = text.getBytes(StandardCharsets.US_ASCII);
