@@ -268,7 +268,8 @@ public class GateDecision {
                             + " for " + unserved.toMillis() + " ms while elected: handing the gate over once no permit given"
                             + " can be used", lilbee, stop, settled(watch, seen));
         }
-        Word word = word(seen, lilbee, settleUntil, since, now);
+        Said said = word(seen, lilbee, settleUntil, since, now);
+        Word word = said.word();
         List<GateAction> actions = List.of(new GateAction.Say(word));
         Moment permitsEnd = permitsBefore;
         if (word instanceof Word.Start start && permitsEnd.isBefore(start.until())) {
@@ -277,25 +278,8 @@ public class GateDecision {
             permitsEnd = go.until();
         }
         Elected next = new Elected(watch, since, settleUntil, proven, unservedSince, permitsEnd);
-        return new Step(next, actions, outcome(word, lilbee, seen, settleUntil, now), Optional.empty(),
+        return new Step(next, actions, said.outcome(), Optional.empty(),
                 reason(before == null, word, lilbee, seen), lilbee, word, settled(watch, seen));
-    }
-
-    /**
-     * What a round while elected came to, from the word said and the lilbee seen: the same cases as {@link #word}, in
-     * the same order.
-     */
-    private static GateOutcome outcome(Word word, Lilbee lilbee, Observation seen, Optional<Moment> settleUntil, Moment now) {
-        return switch (word) {
-            case Word.Go go -> lilbee.state() == LilbeeState.SERVING ? GateOutcome.SERVING : GateOutcome.STARTING;
-            case Word.Start start -> GateOutcome.MAY_START;
-            case Word.Stop stop when lilbee.state() != LilbeeState.NONE -> GateOutcome.FENCING;
-            case Word.Stop stop when settleUntil.filter(now::isBefore).isPresent() -> GateOutcome.SETTLING;
-            case Word.Stop stop when seen.server().failure().isPresent() -> GateOutcome.SERVER_LOCK_FAILED;
-            case Word.Stop stop when seen.server().probe().isEmpty() -> GateOutcome.LOOKING;
-            case Word.Stop stop -> GateOutcome.SERVER_LOCK_HELD;
-            case Word.Silent silent -> GateOutcome.LOOKING;
-        };
     }
 
     /** Whether an elected pod that has run no lilbee for {@code unserved} lets the gate go to a standby. */
@@ -361,36 +345,45 @@ public class GateDecision {
      * start, is stopped (its supervisor starts another when told it may). None starts before the settle, nor while
      * another process holds server.lock (it would wait for it, and exit 3).
      */
-    Word word(Observation seen, Lilbee lilbee, Optional<Moment> settleUntil, Moment electedAt, Moment now) {
+    Said word(Observation seen, Lilbee lilbee, Optional<Moment> settleUntil, Moment electedAt, Moment now) {
         Moment until = permitEnd(seen, now);
         return switch (lilbee.state()) {
-            case SERVING, STARTING -> new Word.Go(until);
-            case ON_REPLACED_FILE -> new Word.Stop("this pod's lilbee (pid " + lilbee.pid() + ") holds a server.lock that is no"
-                    + " longer the file at the path (a reset, or a writer of the data dir): stopped, to start again on it");
-            case UNPROVEN -> new Word.Stop("this pod's lilbee (pid " + lilbee.pid() + ") has run for longer than a start takes"
-                    + " and holds no lock on the server.lock at the path: stopped, to start again on it");
-            case UNDER_ANOTHER_GATE -> new Word.Stop("this pod's lilbee (pid " + lilbee.pid() + ") holds the lock of a gate"
-                    + " file since replaced, not this warden's: stopped, to start again under the gate this warden holds");
+            case SERVING -> new Said(new Word.Go(until), GateOutcome.SERVING);
+            case STARTING -> new Said(new Word.Go(until), GateOutcome.STARTING);
+            case ON_REPLACED_FILE -> new Said(new Word.Stop("this pod's lilbee (pid " + lilbee.pid() + ") holds a server.lock"
+                    + " that is no longer the file at the path (a reset, or a writer of the data dir): stopped, to start again"
+                    + " on it"), GateOutcome.FENCING);
+            case UNPROVEN -> new Said(new Word.Stop("this pod's lilbee (pid " + lilbee.pid() + ") has run for longer than a"
+                    + " start takes and holds no lock on the server.lock at the path: stopped, to start again on it"),
+                    GateOutcome.FENCING);
+            case UNDER_ANOTHER_GATE -> new Said(new Word.Stop("this pod's lilbee (pid " + lilbee.pid() + ") holds the lock of"
+                    + " a gate file since replaced, not this warden's: stopped, to start again under the gate this warden"
+                    + " holds"), GateOutcome.FENCING);
             case NONE -> {
                 if (settleUntil.isPresent() && now.isBefore(settleUntil.get())) {
-                    yield new Word.Stop("settling: lilbee may start " + settleUntil.get().since(electedAt).toMillis() + " ms"
-                            + " after this warden was elected, as the gate file is new to it and a pod whose gate file was"
-                            + " replaced may still run a lilbee on the old one");
+                    yield new Said(new Word.Stop("settling: lilbee may start " + settleUntil.get().since(electedAt).toMillis()
+                            + " ms after this warden was elected, as the gate file is new to it and a pod whose gate file was"
+                            + " replaced may still run a lilbee on the old one"), GateOutcome.SETTLING);
                 }
                 if (seen.server().failure().isPresent()) {
-                    yield new Word.Stop(seen.server().failure().get());
+                    yield new Said(new Word.Stop(seen.server().failure().get()), GateOutcome.SERVER_LOCK_FAILED);
                 }
                 Optional<LockProbe> probe = seen.server().probe();
                 if (probe.isEmpty()) {
-                    yield new Word.Stop("looking at server.lock before lilbee may start");
+                    yield new Said(new Word.Stop("looking at server.lock before lilbee may start"), GateOutcome.LOOKING);
                 }
                 if (probe.get() == LockProbe.HELD) {
-                    yield new Word.Stop("server.lock is held by a process that is not this pod's lilbee (a stray server,"
-                            + " or another pod's on a replaced gate file): lilbee would wait for it and exit 3");
+                    yield new Said(new Word.Stop("server.lock is held by a process that is not this pod's lilbee (a stray"
+                            + " server, or another pod's on a replaced gate file): lilbee would wait for it and exit 3"),
+                            GateOutcome.SERVER_LOCK_HELD);
                 }
-                yield new Word.Start(until);
+                yield new Said(new Word.Start(until), GateOutcome.MAY_START);
             }
         };
+    }
+
+    /** What the supervisor is told while elected, and what the round comes to with it. */
+    record Said(Word word, GateOutcome outcome) {
     }
 
     /** The end of a permit given now: {@link GateTimings#permit()} from now, and never past the end of the lead. */

@@ -295,8 +295,8 @@ class GateMutationSoak {
     private static Function<GateTimings, GateDecision> goesOn(LilbeeState state) {
         return timings -> new GateDecision(timings) {
             @Override
-            GateAction.Word word(Observation seen, Lilbee lilbee, Optional<Moment> settleUntil, Moment electedAt, Moment now) {
-                return lilbee.state() == state ? new GateAction.Word.Go(permitEnd(seen, now))
+            Said word(Observation seen, Lilbee lilbee, Optional<Moment> settleUntil, Moment electedAt, Moment now) {
+                return lilbee.state() == state ? new Said(new GateAction.Word.Go(permitEnd(seen, now)), GateOutcome.STARTING)
                         : super.word(seen, lilbee, settleUntil, electedAt, now);
             }
         };
