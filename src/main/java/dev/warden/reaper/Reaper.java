@@ -151,6 +151,8 @@ public final class Reaper {
                     + (idleSince == null ? " (the idle time starts now)" : " (idle since " + idleSince + ")"));
             case ReaperRule.Decision.Unload unload -> new PassOutcome(PassOutcome.Action.UNLOADED, "would unload the weights:"
                     + " idle with no user for " + unload.idle().toSeconds() + " s");
+            case ReaperRule.Decision.UnloadRefused refused -> new PassOutcome(PassOutcome.Action.UNLOAD_REFUSED,
+                    refused.refusals());
             case ReaperRule.Decision.Stop stop -> new PassOutcome(PassOutcome.Action.STOPPED, "would stop "
                     + stop.engines().size() + " engine(s) (" + stop.why() + "): " + stop.engines().stream()
                             .map(r -> r.file().getFileName() + " (pid " + r.pid() + ")").toList());
@@ -191,6 +193,11 @@ public final class Reaper {
                 idle(look);
                 yield unload(look, unload.idle());
             }
+            case ReaperRule.Decision.UnloadRefused refused -> {
+                LOG.warnf("Unloading the engine at %s was refused (%s); trying again after another idle window", dir.root(),
+                        refused.refusals());
+                yield new PassOutcome(PassOutcome.Action.UNLOAD_REFUSED, refused.refusals());
+            }
             case ReaperRule.Decision.Stop stop -> stop(stop);
         };
     }
@@ -223,12 +230,9 @@ public final class Reaper {
             return new PassOutcome(PassOutcome.Action.UNLOADED, "idle with no user for " + idle.toSeconds() + " s");
         }
         idleSince = clock.instant();
-        if (!look.recorded().isEmpty() && look.recorded().stream().noneMatch(this::answers)) {
-            return act(look, ReaperRule.stop(look.withStoppable(notUsedElsewhere(look.recorded(), true)),
-                    "it stopped answering"));
-        }
-        LOG.warnf("Unloading the engine at %s was refused (%s); trying again after another idle window", dir.root(), refusals);
-        return new PassOutcome(PassOutcome.Action.UNLOAD_REFUSED, String.join("; ", refusals));
+        boolean anyAnswers = look.recorded().isEmpty() || look.recorded().stream().anyMatch(this::answers);
+        ReaperRule.Look after = anyAnswers ? look : look.withStoppable(notUsedElsewhere(look.recorded(), true));
+        return act(after, ReaperRule.afterRefusedUnload(after, anyAnswers, String.join("; ", refusals)));
     }
 
     private PassOutcome stop(ReaperRule.Decision.Stop stop) {

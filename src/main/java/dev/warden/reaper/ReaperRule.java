@@ -62,6 +62,10 @@ final class ReaperRule {
         record Unload(Duration idle) implements Decision {
         }
 
+        /** A kept-warm engine's unload was refused while it still answers: a new idle window starts. */
+        record UnloadRefused(String refusals) implements Decision {
+        }
+
         /** Every user is gone (or the kept-warm engine stopped answering): these engines are stopped. */
         record Stop(List<EngineRecord> engines, String why) implements Decision {
         }
@@ -95,6 +99,16 @@ final class ReaperRule {
             return new Decision.NothingToDo("no user and no engine");
         }
         return stop(look, "every user is gone");
+    }
+
+    /**
+     * After a kept-warm engine's unload was refused: the recorded engines are stopped when none of them answers any more
+     * (they are gone, and their records with them), else the refusal stands. An engine lilbee did not start has no
+     * record, and is never stopped.
+     */
+    static Decision afterRefusedUnload(Look look, boolean anyAnswers, String refusals) {
+        return !look.recorded().isEmpty() && !anyAnswers ? stop(look, "it stopped answering")
+                : new Decision.UnloadRefused(refusals);
     }
 
     /** The recorded engines stopped (for {@code why}), but those another dir's live users hold. */

@@ -69,10 +69,16 @@ class ReaperRuleTest {
         assertInstanceOf(Decision.UnloadedEarlier.class, decide(external, Optional.of(NOW.minus(TTL)), true));
     }
 
-    /** A kept-warm engine whose unload none of its engines answers any more is stopped, as any other. */
+    /**
+     * A kept-warm engine's unload refused: stopped when none of its engines answers any more, else the refusal stands;
+     * an engine lilbee did not start (no record) is never stopped.
+     */
     @Test
-    void aKeptWarmEngineThatStoppedAnsweringIsStopped() {
-        assertEquals(new Decision.Stop(List.of(ENGINE), "it stopped answering"),
-                ReaperRule.stop(look(false, List.of(ENGINE), false, true, List.of(ENGINE)), "it stopped answering"));
+    void aRefusedUnloadStopsOnlyAnEngineThatStoppedAnswering() {
+        Look warm = look(false, List.of(ENGINE), false, true, List.of(ENGINE));
+        assertEquals(new Decision.Stop(List.of(ENGINE), "it stopped answering"), ReaperRule.afterRefusedUnload(warm, false, "gone"));
+        assertEquals(new Decision.UnloadRefused("busy"), ReaperRule.afterRefusedUnload(warm, true, "busy"));
+        assertEquals(new Decision.UnloadRefused("busy"),
+                ReaperRule.afterRefusedUnload(look(false, List.of(), true, false, List.of()), false, "busy"));
     }
 }
