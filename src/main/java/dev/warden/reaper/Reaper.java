@@ -167,10 +167,16 @@ public final class Reaper {
     private ReaperRule.Look look(boolean cleaning) {
         boolean usersLive = cleaning ? users.anyLive(dir) : !users.liveIds(dir).isEmpty();
         List<EngineRecord> recorded = usersLive ? List.of() : records.read(dir);
+        // Each part is read only where the rule asks for it: the markers only of a recorded engine, its idle time only
+        // of a kept-warm one, the other dirs only where the rule may stop (a kept-warm engine is unloaded while it
+        // answers, never stopped).
         ReaperRule.Look look = new ReaperRule.Look(usersLive, recorded, externalEngine.isPresent(),
-                !dir.keepWarmMarkers().isEmpty(), dir.keepWarmIdle(idleTtl), List.of());
-        // Other dirs are read only where the rule may stop: a kept-warm engine is unloaded, never stopped, while it answers.
-        return look.keptWarm() ? look : look.withStoppable(notUsedElsewhere(recorded, cleaning));
+                !recorded.isEmpty() && !dir.keepWarmMarkers().isEmpty(), Optional.empty(), List.of());
+        if (usersLive) {
+            return look;
+        }
+        return look.keptWarm() ? look.withIdleTtl(dir.keepWarmIdle(idleTtl))
+                : look.withStoppable(notUsedElsewhere(recorded, cleaning));
     }
 
     private PassOutcome act(ReaperRule.Look look, ReaperRule.Decision decision) {

@@ -22,7 +22,8 @@ final class ReaperRule {
      * @param recorded the engines lilbee recorded in this dir
      * @param external whether this reaper looks after a llama-swap lilbee did not start ({@code warden.engine.url})
      * @param keepWarmMarked whether a keep-warm marker is in the dir
-     * @param idleTtl how long a kept-warm engine may idle before its weights are unloaded; empty: for ever
+     * @param idleTtl how long a kept-warm engine may idle before its weights are unloaded; empty: for ever (read only of
+     *     a kept-warm engine)
      * @param stoppable the recorded engines no other dir both records and has live users for (looked at only where the
      *     rule may stop them)
      */
@@ -36,6 +37,10 @@ final class ReaperRule {
 
         Look withStoppable(List<EngineRecord> engines) {
             return new Look(usersLive, recorded, external, keepWarmMarked, idleTtl, engines);
+        }
+
+        Look withIdleTtl(Optional<Duration> ttl) {
+            return new Look(usersLive, recorded, external, keepWarmMarked, ttl, stoppable);
         }
     }
 
