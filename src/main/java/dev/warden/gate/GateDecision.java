@@ -68,9 +68,12 @@ public class GateDecision {
             return phase instanceof Elected && lilbee.state() == LilbeeState.SERVING && word instanceof Word.Go;
         }
 
-        /** Whether the log says this round as a warning: the election lost, or a lilbee of this pod told to stop. */
+        /**
+         * Whether the log says this round as a warning: the election lost, or a lilbee of this pod told to stop (fenced
+         * while elected, or running while not).
+         */
         public boolean warns() {
-            return outcome == GateOutcome.NOT_ELECTED_ANY_MORE || outcome == GateOutcome.FENCING
+            return outcome == GateOutcome.NOT_ELECTED_ANY_MORE
                     || word instanceof Word.Stop && lilbee.state() != LilbeeState.NONE;
         }
 

@@ -82,18 +82,15 @@ public final class GateLock implements AutoCloseable {
 
     /** What an attempt came to: the lock held (its heartbeat starts), a wait in the kernel, or a failure to retry. */
     private void settle(LockAttempt.Outcome outcome, Moment now) {
-        switch (outcome) {
-            case LockAttempt.Outcome.Won won -> {
-                unlockable = null;
-                retryAt = null;
-                held = won.lock();
-                taken();
-            }
-            case LockAttempt.Outcome.Waiting waiting -> {
-                unlockable = null;
-                retryAt = null;
-            }
-            case LockAttempt.Outcome.Failed failed -> fail(failed.why(), now);
+        if (outcome instanceof LockAttempt.Outcome.Failed failed) {
+            fail(failed.why(), now);
+            return;
+        }
+        unlockable = null;
+        retryAt = null;
+        if (outcome instanceof LockAttempt.Outcome.Won won) {
+            held = won.lock();
+            taken();
         }
     }
 
