@@ -345,16 +345,20 @@ public final class ClusterRelease implements AutoCloseable {
 
     /**
      * {@code container} of the serving pod SIGKILLed: the kubelet restarts it in place and the same pod serves
-     * again (Ready, the one ready endpoint); the time until it does.
+     * again (Ready, the one ready endpoint, and in gate mode a lilbee of it holding server.lock); the time until it
+     * does. The kernel is asked as well because readiness is a probe period late: warden back after its permit ran
+     * out finds lilbee stopped by its supervisor and starts it again, while the pod may still read Ready.
      */
     public Duration recovers(String how, String serving, String container) throws Exception {
         int restarts = status(pod(serving), container).getRestartCount();
+        String uid = pod(serving).getMetadata().getUid();
         long at = System.nanoTime();
         kill(serving, container, "KILL");
         Await.until(container + " restarted", Duration.ofSeconds(60), () -> status(pod(serving), container).getRestartCount() > restarts);
         Await.until("the same pod serves again after " + how, Duration.ofMinutes(6),
                 () -> watch.serving().equals(Set.of(serving)) && watch.endpoints().equals(Set.of(serving))
-                        && Boolean.TRUE.equals(status(pod(serving), container).getReady()));
+                        && Boolean.TRUE.equals(status(pod(serving), container).getReady())
+                        && (lilbees == null || PodLilbees.holderIn(uid).isPresent()));
         return Duration.ofNanos(System.nanoTime() - at);
     }
 
