@@ -905,34 +905,34 @@ def main(argv):
         "      --prepare 'lilbee.cli,lilbee.server.*' --prepare-after 2 --spare -- lilbee serve --port 8080\n\n"
         "Exit codes: lilbee's, once a SIGTERM or SIGINT passed on to it has ended it (0 when none ran); 2: usage.",
     )
-    parser.add_argument("--socket", default=os.environ.get("WARDEN_SWITCH_SOCKET", "/run/warden/switch.sock"),
+    # Options only, no environment: the chart and k8s/ say every one on the command line, where a reader sees them.
+    parser.add_argument("--socket", default="/run/warden/switch.sock",
                         help="warden's switch socket, on a volume only warden's and lilbee's containers mount"
-                        " (default: $WARDEN_SWITCH_SOCKET, else %(default)s)")
-    # --validity and $WARDEN_SWITCH_VALIDITY are taken too, so that a lilbee image and manifests of different releases
-    # agree.
-    parser.add_argument("--permit", "--validity", dest="permit", type=float,
-                        default=float(os.environ.get("WARDEN_SWITCH_PERMIT", os.environ.get("WARDEN_SWITCH_VALIDITY", "5"))),
+                        " (default %(default)s)")
+    parser.add_argument("--permit", type=float, default=5.0,
                         help="the longest a permit may last, in seconds, whatever warden says (default %(default)s)")
-    parser.add_argument("--grace", type=float, default=float(os.environ.get("WARDEN_SWITCH_GRACE", "2")),
+    # The permit's old name, taken but not shown: the reference lilbee image ships this file, so an image and manifests
+    # of different releases meet.
+    parser.add_argument("--validity", dest="permit", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--grace", type=float, default=2.0,
                         help="seconds between SIGTERM and SIGKILL of lilbee's process group (default %(default)s)")
-    parser.add_argument("--start-after", type=float, default=float(os.environ.get("WARDEN_SWITCH_START_AFTER", "0")),
+    parser.add_argument("--start-after", type=float, default=0.0,
                         help="start no lilbee before this many seconds from the supervisor's start: the liveness probe's"
                         " initialDelaySeconds, so a lilbee only ever runs under it (default %(default)s)")
-    parser.add_argument("--health-port", type=int, default=int(os.environ.get("WARDEN_SUPERVISOR_HEALTH_PORT", "0")),
-                        help="answer the kubelet's liveness probe here (default: $WARDEN_SUPERVISOR_HEALTH_PORT; 0: none)")
-    parser.add_argument("--prepare", default=os.environ.get("WARDEN_SWITCH_PREPARE", ""),
+    parser.add_argument("--health-port", type=int, default=0,
+                        help="answer the kubelet's liveness probe here (default: 0, none)")
+    parser.add_argument("--prepare", default="",
                         help="modules to import before a permit, comma-separated, NAME.* for a package and all its"
                         " modules (for lilbee: lilbee.cli,lilbee.server.*): lilbee then waits warm in a prepared"
                         " process and runs in it on a permit, its imports done; lilbee's command must be a Python"
-                        " script or python -m. Empty: lilbee starts cold (default: $WARDEN_SWITCH_PREPARE)")
-    parser.add_argument("--prepare-after", type=float, default=os.environ.get("WARDEN_SWITCH_PREPARE_AFTER") or "0",
+                        " script or python -m. Empty (the default): lilbee starts cold")
+    parser.add_argument("--prepare-after", type=float, default=0.0,
                         help="with --prepare, start no prepared process within this many seconds of a lilbee's start or"
-                        " exit here: a lilbee starting, here or in the pod that took over, has the CPU first (default:"
-                        " $WARDEN_SWITCH_PREPARE_AFTER, else %(default)s)")
-    parser.add_argument("--spare", action="store_true", default=os.environ.get("WARDEN_SWITCH_SPARE", "") == "1",
+                        " exit here: a lilbee starting, here or in the pod that took over, has the CPU first (default"
+                        " %(default)s)")
+    parser.add_argument("--spare", action="store_true",
                         help="with --prepare, keep a prepared process while lilbee runs too, so that a lilbee that crashes"
-                        " starts again warm; it costs a second loaded Python's memory (default: on if $WARDEN_SWITCH_SPARE"
-                        " is 1)")
+                        " starts again warm; it costs a second loaded Python's memory (default: off)")
     parser.add_argument("--prepared", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--warden-uid", type=int, default=os.geteuid(),
                         help="the UID warden runs as: a socket served by any other is not believed (default: this"

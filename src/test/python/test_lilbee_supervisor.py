@@ -214,6 +214,35 @@ class Identity(unittest.TestCase):
             os.close(pidfd)
 
 
+class Usage(unittest.TestCase):
+    """Its options, as a user meets them: each on the command line, one name each, mistakes exit 2 and say the fix."""
+
+    def run_supervisor(self, *args):
+        return subprocess.run([sys.executable, SUPERVISOR, *args], capture_output=True, text=True, timeout=30)
+
+    def test_help_names_each_option_once(self):
+        shown = self.run_supervisor("--help")
+        self.assertEqual(0, shown.returncode, shown.stderr)
+        self.assertIn("--permit PERMIT", shown.stdout)
+        self.assertNotIn("--validity", shown.stdout, "the permit's old name is taken, not taught")
+
+    def test_no_command_says_where_it_goes(self):
+        refused = self.run_supervisor("--permit", "5")
+        self.assertEqual(2, refused.returncode)
+        self.assertIn("give lilbee's command after --, e.g. -- lilbee serve --port 8080", refused.stderr)
+
+    def test_the_old_name_of_the_permit_is_the_permit(self):
+        for name in ("--permit", "--validity"):
+            refused = self.run_supervisor(name, "0", "--", "lilbee")
+            self.assertEqual(2, refused.returncode, name)
+            self.assertIn("--permit and --grace must be positive", refused.stderr, name)
+
+    def test_the_environment_sets_nothing(self):
+        env = dict(os.environ, WARDEN_SWITCH_PERMIT="0", WARDEN_SWITCH_GRACE="0")
+        shown = subprocess.run([sys.executable, SUPERVISOR, "--help"], capture_output=True, text=True, timeout=30, env=env)
+        self.assertIn("(default 5.0)", shown.stdout)
+
+
 class FakeWarden:
     """warden's side of the switch socket: listens (or is handed a listener), answers each hello of the supervisor's,
     sends permits, reads reports. clock_offset is added to the clock its hellos say (stale_hellos of them only, when

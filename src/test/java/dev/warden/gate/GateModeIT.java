@@ -45,16 +45,26 @@ class GateModeIT {
     }
 
     /**
-     * A permit that outlasts a JVM's restart on a busy machine (seen: 5.4 s; a warden restarted in place renews it before
-     * it ends), a short grace and stall bound: the settle they ask for is the product's.
+     * A short permit, grace and stall bound: the settle they ask for is the product's, and every first election waits it
+     * (4 s more a wait at the chart's timings, which are checked elsewhere).
      */
-    static final Supervised.Settings SUPERVISOR = new Supervised.Settings(java.time.Duration.ofSeconds(8),
-            java.time.Duration.ofMillis(500));
-    static final List<String> TIMINGS = SUPERVISOR.wardenSettings("-Dwarden.gate.settle=10s",
+    static final Supervised.Settings SUPERVISOR = new Supervised.Settings(Duration.ofSeconds(4), Duration.ofMillis(500));
+    static final List<String> TIMINGS = SUPERVISOR.wardenSettings("-Dwarden.gate.settle=6s",
             "-Dwarden.gate.supervisor.stall-bound=1s");
+    /**
+     * A permit that outlasts a JVM's restart on a busy machine (seen: 5.4 s), for a warden restarted in place, which
+     * renews it before it ends.
+     */
+    static final Supervised.Settings OUTLASTS_A_RESTART = new Supervised.Settings(Duration.ofSeconds(8), Duration.ofMillis(500));
 
     private static List<String> settings(String... more) {
         List<String> all = new ArrayList<>(TIMINGS);
+        all.addAll(List.of(more));
+        return all;
+    }
+
+    private static List<String> inPlace(String... more) {
+        List<String> all = OUTLASTS_A_RESTART.wardenSettings("-Dwarden.gate.settle=10s", "-Dwarden.gate.supervisor.stall-bound=1s");
         all.addAll(List.of(more));
         return all;
     }
@@ -139,12 +149,14 @@ class GateModeIT {
     void stepDownHandsTheGateToTheStandbyAndBack() throws Exception {
         Path root = dir.resolve("root");
         Path serverLock = root.resolve("data/server.lock");
-        // A grace longer than the linger, so the first lilbee exits on its own, not by the supervisor's SIGKILL.
-        Supervised.Settings graceful = new Supervised.Settings(java.time.Duration.ofSeconds(4), java.time.Duration.ofSeconds(5));
-        String[] lingering = graceful.wardenSettings("-Dwarden.api.token=switch-token").toArray(String[]::new);
+        // A grace longer than the linger, so the first lilbee exits on its own, not by the supervisor's SIGKILL; the
+        // settle its safety then asks for.
+        Supervised.Settings graceful = new Supervised.Settings(Duration.ofSeconds(3), Duration.ofSeconds(4));
+        String[] lingering = graceful.wardenSettings("-Dwarden.api.token=switch-token", "-Dwarden.gate.settle=8s")
+                .toArray(String[]::new);
         try (WardenProcess first = WardenProcess.serve("gate-switch-a", settings(lingering), "--mode", "gate", "--data-root",
                 root.toString());
-                Supervised lilbeeA = Supervised.standIn("gate-switch-a", first.socket(), serverLock, graceful, List.of("linger=4"))) {
+                Supervised lilbeeA = Supervised.standIn("gate-switch-a", first.socket(), serverLock, graceful, List.of("linger=3"))) {
             first.awaitStatus("/q/health/ready", 200);
             try (WardenProcess second = WardenProcess.serve("gate-switch-b", settings(lingering), "--mode", "gate", "--data-root",
                     root.toString());
@@ -194,17 +206,18 @@ class GateModeIT {
         Path root = dir.resolve("root");
         Path serverLock = root.resolve("data/server.lock");
         Path socket = WardenProcess.switchSocket();
-        WardenProcess first = WardenProcess.serve("gate-first", settings(WardenProcess.socketSetting(socket)), "--mode", "gate",
+        WardenProcess first = WardenProcess.serve("gate-first", inPlace(WardenProcess.socketSetting(socket)), "--mode", "gate",
                 "--data-root", root.toString());
-        try (Supervised lilbee = Supervised.standIn("gate-in-place", socket, serverLock, SUPERVISOR)) {
+        try (Supervised lilbee = Supervised.standIn("gate-in-place", socket, serverLock, OUTLASTS_A_RESTART)) {
             // Elected before the other starts: two wardens started at once may elect either.
             first.awaitStatus("/q/health/ready", 200);
-            try (WardenProcess standby = WardenProcess.serve("gate-other", settings(), "--mode", "gate", "--data-root",
-                    root.toString()); Supervised other = Supervised.standIn("gate-other", standby.socket(), serverLock, SUPERVISOR)) {
+            try (WardenProcess standby = WardenProcess.serve("gate-other", inPlace(), "--mode", "gate", "--data-root",
+                    root.toString());
+                    Supervised other = Supervised.standIn("gate-other", standby.socket(), serverLock, OUTLASTS_A_RESTART)) {
                 standby.awaitStatus("/q/health/started", 200);
                 long servingPid = lilbee.serving().getFirst();
                 first.kill();
-                try (WardenProcess again = WardenProcess.serve("gate-again", settings(WardenProcess.socketSetting(socket)),
+                try (WardenProcess again = WardenProcess.serve("gate-again", inPlace(WardenProcess.socketSetting(socket)),
                         "--mode", "gate", "--data-root", root.toString())) {
                     again.awaitStatus("/q/health/ready", 200);
                     assertEquals(List.of(servingPid), lilbee.serving(), "the same lilbee, never restarted");
