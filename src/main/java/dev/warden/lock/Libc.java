@@ -48,6 +48,7 @@ final class Libc {
             new Downcall("unlinkat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT), true, -1),
             new Downcall("mkdirat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT), true, -1),
             new Downcall("renameat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT, ValueLayout.ADDRESS), true, -1),
+            new Downcall("fchmodat", FunctionDescriptor.of(INT, INT, ValueLayout.ADDRESS, INT, INT), true, -1),
             new Downcall("kill", FunctionDescriptor.of(INT, INT, INT), true, -1),
             new Downcall("fcntl", FunctionDescriptor.of(INT, INT, INT, ValueLayout.ADDRESS), true, 2),
             // glibc wraps pidfd_open only from 2.36 on: the raw syscall works with any libc.

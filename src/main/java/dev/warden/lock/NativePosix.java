@@ -82,6 +82,7 @@ public final class NativePosix implements Posix {
     private final MethodHandle unlinkat;
     private final MethodHandle mkdirat;
     private final MethodHandle renameat;
+    private final MethodHandle fchmodat;
     private final MethodHandle umask;
     private final MethodHandle kill;
     private final MethodHandle fcntl;
@@ -108,6 +109,7 @@ public final class NativePosix implements Posix {
         unlinkat = libc.handle("unlinkat");
         mkdirat = libc.handle("mkdirat");
         renameat = libc.handle("renameat");
+        fchmodat = libc.handle("fchmodat");
         kill = libc.handle("kill");
         umask = libc.handle("umask");
         fcntl = libc.handle("fcntl");
@@ -294,6 +296,12 @@ public final class NativePosix implements Posix {
     public void renameAt(int dirFd, String from, String to) throws ErrnoException {
         libc.invoke("rename(" + from + ", " + to + ")", (arena, state) ->
                 (int) renameat.invokeExact(state, dirFd, arena.allocateFrom(from), dirFd, arena.allocateFrom(to)));
+    }
+
+    @Override
+    public void chmodAt(int dirFd, String name, int mode) throws ErrnoException {
+        libc.invoke("chmod(" + name + ")", (arena, state) ->
+                (int) fchmodat.invokeExact(state, dirFd, arena.allocateFrom(name), mode, AT_SYMLINK_NOFOLLOW));
     }
 
     @Override

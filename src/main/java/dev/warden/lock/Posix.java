@@ -3,9 +3,6 @@ package dev.warden.lock;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermission;
-import java.util.EnumSet;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -57,18 +54,11 @@ public interface Posix {
         return granted;
     }
 
-    /** {@code chmod(path, mode)}: a socket warden listens on made its UID's alone. */
-    default void chmod(Path path, int mode) throws IOException {
-        Set<PosixFilePermission> permissions = EnumSet.noneOf(PosixFilePermission.class);
-        PosixFilePermission[] bits = PosixFilePermission.values();
-        for (int bit = 0; bit < bits.length; bit++) {
-            // OWNER_READ first, OTHERS_EXECUTE last: from 0400 down to 01.
-            if ((mode & (0400 >> bit)) != 0) {
-                permissions.add(bits[bit]);
-            }
-        }
-        Files.setPosixFilePermissions(path, permissions);
-    }
+    /**
+     * {@code fchmodat(dirFd, name, mode, AT_SYMLINK_NOFOLLOW)}: a socket warden listens on made its UID's alone. A link
+     * at the name is never followed (EOPNOTSUPP): another process may have swapped one in for the socket.
+     */
+    void chmodAt(int dirFd, String name, int mode) throws ErrnoException;
 
     /** The path the kernel names an open descriptor by ({@code /proc/self/fd/<fd>}): where a directory opened now is. */
     default Path pathOf(int fd) throws IOException {

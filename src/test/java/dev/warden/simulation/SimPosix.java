@@ -190,7 +190,7 @@ final class SimPosix implements Posix {
     }
 
     @Override
-    public void chmod(Path path, int mode) {
+    public void chmodAt(int dirFd, String name, int mode) {
         // One UID in the whole pod: a mode keeps no process of it out.
     }
 

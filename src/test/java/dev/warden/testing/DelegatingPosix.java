@@ -67,6 +67,11 @@ public class DelegatingPosix implements Posix {
     }
 
     @Override
+    public void chmodAt(int dirFd, String name, int mode) throws ErrnoException {
+        real.chmodAt(dirFd, name, mode);
+    }
+
+    @Override
     public boolean kill(long pid, int signal) throws ErrnoException {
         return real.kill(pid, signal);
     }

@@ -70,7 +70,7 @@ final class SwitchSocket implements AutoCloseable {
         }
         try {
             FileId socketFile = posix.statAt(Posix.AT_FDCWD, bound).id();
-            posix.chmod(Path.of(bound), 0600);
+            posix.chmodAt(Posix.AT_FDCWD, bound, 0600);
             posix.renameAt(Posix.AT_FDCWD, bound, path.toString());
             return new Listening(fd, socketFile);
         } catch (IOException e) {
