@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
  * serving, or no pod serving steadily, or a pod that can no longer serve, after the faults), within
  * {@code warden.sim.mutation-steps} (40,000,000) steps; the violation found is printed with its seed and the steps it
  * took (docs/development.md lists them). A fix that matters in one kind of run alone is looked for there
- * ({@link Sim.Focus}). A search of about three minutes on two cores: in the soak suite ({@code -Psoak}), which CI
+ * ({@link Sim.Focus}). A search of one to two minutes on two cores: in the soak suite ({@code -Psoak}), which CI
  * runs, not in the default one.
  */
 class GateMutationSoak {
@@ -240,7 +240,7 @@ class GateMutationSoak {
             boolean handsOver(java.time.Duration unserved) {
                 return false;
             }
-        }, "no pod serves");
+        }, "no pod serves", Sim.Focus.CRASH_LOOPS);
     }
 
     /**

@@ -110,7 +110,12 @@ public final class Sim {
          * Lease elections whose adversary (the neighbours' faults and the freezes go on) always hands over, by a step-down
          * or a graceful deletion, and kills the warden handing over.
          */
-        LEASE_HANDOVERS_KILLED
+        LEASE_HANDOVERS_KILLED,
+        /**
+         * Runs as drawn, half of whose neighbours' faults SIGKILL their pod's supervisor: lilbee's container dies, and the
+         * kubelet restarts it later each time (its back-off), so an elected pod that cannot serve for long is frequent.
+         */
+        CRASH_LOOPS
     }
 
     /**

@@ -306,6 +306,12 @@ final class SimPod {
             if (!sim.chaos || deleted) {
                 return;
             }
+            if (sim.config.focus() == Sim.Focus.CRASH_LOOPS && sim.chance(0.5)) {
+                Optional.ofNullable(supervisor).map(s -> s.proc).filter(p -> p.alive)
+                        .ifPresent(p -> sim.die(p, "SIGKILL by the neighbour (lilbee's container crash-looping)"));
+                next();
+                return;
+            }
             if (sim.chance(0.2)) {
                 int pick = sim.random.nextInt(3);
                 switch (pick) {
