@@ -300,8 +300,25 @@ public final class NativePosix implements Posix {
 
     @Override
     public void chmodAt(int dirFd, String name, int mode) throws ErrnoException {
+        try {
+            chmodAt(dirFd, name, mode, AT_SYMLINK_NOFOLLOW);
+        } catch (ErrnoException e) {
+            // A glibc of 2.39 on asks the kernel's fchmodat2 for the flag, which a container runtime's older seccomp
+            // profile refuses (EPERM) and an older kernel lacks (ENOSYS): the name is checked not to be a link, then
+            // changed without the flag. A link swapped in between the two is this fallback's window alone.
+            if (e.errno() != Errno.EPERM && e.errno() != Errno.ENOSYS) {
+                throw e;
+            }
+            if (statAt(dirFd, name).isSymbolicLink()) {
+                throw new ErrnoException("chmod(" + name + ")", Errno.ELOOP, "a link, not followed");
+            }
+            chmodAt(dirFd, name, mode, 0);
+        }
+    }
+
+    private void chmodAt(int dirFd, String name, int mode, int flags) throws ErrnoException {
         libc.invoke("chmod(" + name + ")", (arena, state) ->
-                (int) fchmodat.invokeExact(state, dirFd, arena.allocateFrom(name), mode, AT_SYMLINK_NOFOLLOW));
+                (int) fchmodat.invokeExact(state, dirFd, arena.allocateFrom(name), mode, flags));
     }
 
     @Override

@@ -149,14 +149,14 @@ class GateModeIT {
     void stepDownHandsTheGateToTheStandbyAndBack() throws Exception {
         Path root = dir.resolve("root");
         Path serverLock = root.resolve("data/server.lock");
-        // A grace longer than the linger, so the first lilbee exits on its own, not by the supervisor's SIGKILL; the
-        // settle its safety then asks for.
-        Supervised.Settings graceful = new Supervised.Settings(Duration.ofSeconds(3), Duration.ofSeconds(4));
-        String[] lingering = graceful.wardenSettings("-Dwarden.api.token=switch-token", "-Dwarden.gate.settle=8s")
+        // A grace longer than the linger, so the first lilbee exits on its own, not by the supervisor's SIGKILL, and a
+        // linger the standby's election, start and readiness fit in on a loaded machine; the settle its safety then asks.
+        Supervised.Settings graceful = new Supervised.Settings(Duration.ofSeconds(4), Duration.ofSeconds(5));
+        String[] lingering = graceful.wardenSettings("-Dwarden.api.token=switch-token", "-Dwarden.gate.settle=10s")
                 .toArray(String[]::new);
         try (WardenProcess first = WardenProcess.serve("gate-switch-a", settings(lingering), "--mode", "gate", "--data-root",
                 root.toString());
-                Supervised lilbeeA = Supervised.standIn("gate-switch-a", first.socket(), serverLock, graceful, List.of("linger=3"))) {
+                Supervised lilbeeA = Supervised.standIn("gate-switch-a", first.socket(), serverLock, graceful, List.of("linger=4"))) {
             first.awaitStatus("/q/health/ready", 200);
             try (WardenProcess second = WardenProcess.serve("gate-switch-b", settings(lingering), "--mode", "gate", "--data-root",
                     root.toString());
