@@ -26,6 +26,7 @@ public final class Errno {
     public static final int ENOSYS = 38;
     public static final int ELOOP = 40;
     public static final int ENOTSOCK = 88;
+    public static final int EOPNOTSUPP = 95;
     public static final int EADDRINUSE = 98;
     public static final int ECONNABORTED = 103;
     public static final int ECONNREFUSED = 111;

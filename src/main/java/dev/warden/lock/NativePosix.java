@@ -304,9 +304,10 @@ public final class NativePosix implements Posix {
             chmodAt(dirFd, name, mode, AT_SYMLINK_NOFOLLOW);
         } catch (ErrnoException e) {
             // A glibc of 2.39 on asks the kernel's fchmodat2 for the flag, which a container runtime's older seccomp
-            // profile refuses (EPERM) and an older kernel lacks (ENOSYS): the name is checked not to be a link, then
-            // changed without the flag. A link swapped in between the two is this fallback's window alone.
-            if (e.errno() != Errno.EPERM && e.errno() != Errno.ENOSYS) {
+            // profile refuses (EPERM) and an older kernel lacks (ENOSYS); a glibc before 2.32 refuses the flag for every
+            // file (EOPNOTSUPP): the name is checked not to be a link, then changed without the flag. A link swapped in
+            // between the two is this fallback's window alone.
+            if (e.errno() != Errno.EPERM && e.errno() != Errno.ENOSYS && e.errno() != Errno.EOPNOTSUPP) {
                 throw e;
             }
             if (statAt(dirFd, name).isSymbolicLink()) {
