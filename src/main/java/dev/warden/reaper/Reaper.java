@@ -236,7 +236,7 @@ public final class Reaper {
             return new PassOutcome(PassOutcome.Action.UNLOADED, "idle with no user for " + idle.toSeconds() + " s");
         }
         idleSince = clock.instant();
-        boolean anyAnswers = look.recorded().isEmpty() || look.recorded().stream().anyMatch(this::answers);
+        boolean anyAnswers = look.recorded().stream().anyMatch(this::answers);
         ReaperRule.Look after = anyAnswers ? look : look.withStoppable(notUsedElsewhere(look.recorded(), true));
         return act(after, ReaperRule.afterRefusedUnload(after, anyAnswers, String.join("; ", refusals)));
     }
