@@ -49,22 +49,16 @@ class GateModeIT {
      * (4 s more a wait at the chart's timings, which are checked elsewhere).
      */
     static final Supervised.Settings SUPERVISOR = new Supervised.Settings(Duration.ofSeconds(4), Duration.ofMillis(500));
-    static final List<String> TIMINGS = SUPERVISOR.wardenSettings("-Dwarden.gate.settle=6s",
-            "-Dwarden.gate.supervisor.stall-bound=1s");
+    static final String SETTLE = "6s";
     /**
      * A permit that outlasts a JVM's restart on a busy machine (seen: 5.4 s), for a warden restarted in place, which
      * renews it before it ends.
      */
     static final Supervised.Settings OUTLASTS_A_RESTART = new Supervised.Settings(Duration.ofSeconds(8), Duration.ofMillis(500));
 
-    private static List<String> settings(String... more) {
-        List<String> all = new ArrayList<>(TIMINGS);
-        all.addAll(List.of(more));
-        return all;
-    }
-
-    private static List<String> inPlace(String... more) {
-        List<String> all = OUTLASTS_A_RESTART.wardenSettings("-Dwarden.gate.settle=10s", "-Dwarden.gate.supervisor.stall-bound=1s");
+    /** warden's for {@code supervisor}'s permit and grace: the settle they ask for, a 1 s stall bound, then {@code more}. */
+    private static List<String> settings(Supervised.Settings supervisor, String settle, String... more) {
+        List<String> all = supervisor.wardenSettings("-Dwarden.gate.settle=" + settle, "-Dwarden.gate.supervisor.stall-bound=1s");
         all.addAll(List.of(more));
         return all;
     }
@@ -79,8 +73,9 @@ class GateModeIT {
     void theElectedPodsLilbeeRunsUnderItsSupervisorAndTheStandbysNever() throws Exception {
         Path root = dir.resolve("root");
         Path serverLock = root.resolve("data/server.lock");
-        try (WardenProcess elected = WardenProcess.serve("gate-elected", settings("-Dwarden.metrics.release=lilbee"), "--mode",
-                "gate", "--data-root", root.toString());
+        List<String> labelled = settings(SUPERVISOR, SETTLE, "-Dwarden.metrics.release=lilbee");
+        try (WardenProcess elected = WardenProcess.serve("gate-elected", labelled, "--mode", "gate", "--data-root",
+                root.toString());
                 Supervised lilbeeA = Supervised.standIn("gate-elected", elected.socket(), serverLock, SUPERVISOR)) {
             elected.awaitStatus("/q/health/ready", 200);
             elected.awaitReaper();
@@ -116,8 +111,8 @@ class GateModeIT {
                     "--data-root", root.toString());
             assertTrue(text.stdout().startsWith("mode       gate\n"), text.stdout());
 
-            try (WardenProcess standby = WardenProcess.serve("gate-standby", settings(), "--mode", "gate", "--data-root",
-                    root.toString());
+            try (WardenProcess standby = WardenProcess.serve("gate-standby", settings(SUPERVISOR, SETTLE), "--mode", "gate",
+                    "--data-root", root.toString());
                     Supervised lilbeeB = Supervised.standIn("gate-standby", standby.socket(), serverLock, SUPERVISOR)) {
                 standby.awaitJson("/api/v1/status", "/gate/state", s -> s.asText().equals("standby"));
                 assertEquals(200, standby.status("/q/health/started"), "started: its supervisor may run, and waits for its word");
@@ -152,13 +147,12 @@ class GateModeIT {
         // A grace longer than the linger, so the first lilbee exits on its own, not by the supervisor's SIGKILL, and a
         // linger the standby's election, start and readiness fit in on a loaded machine; the settle its safety then asks.
         Supervised.Settings graceful = new Supervised.Settings(Duration.ofSeconds(4), Duration.ofSeconds(5));
-        String[] lingering = graceful.wardenSettings("-Dwarden.api.token=switch-token", "-Dwarden.gate.settle=10s")
-                .toArray(String[]::new);
-        try (WardenProcess first = WardenProcess.serve("gate-switch-a", settings(lingering), "--mode", "gate", "--data-root",
+        List<String> lingering = settings(graceful, "10s", "-Dwarden.api.token=switch-token");
+        try (WardenProcess first = WardenProcess.serve("gate-switch-a", lingering, "--mode", "gate", "--data-root",
                 root.toString());
                 Supervised lilbeeA = Supervised.standIn("gate-switch-a", first.socket(), serverLock, graceful, List.of("linger=4"))) {
             first.awaitStatus("/q/health/ready", 200);
-            try (WardenProcess second = WardenProcess.serve("gate-switch-b", settings(lingering), "--mode", "gate", "--data-root",
+            try (WardenProcess second = WardenProcess.serve("gate-switch-b", lingering, "--mode", "gate", "--data-root",
                     root.toString());
                     Supervised lilbeeB = Supervised.standIn("gate-switch-b", second.socket(), serverLock, graceful)) {
                 second.awaitJson("/api/v1/status", "/gate/state", s -> s.asText().equals("standby"));
@@ -206,19 +200,19 @@ class GateModeIT {
         Path root = dir.resolve("root");
         Path serverLock = root.resolve("data/server.lock");
         Path socket = WardenProcess.switchSocket();
-        WardenProcess first = WardenProcess.serve("gate-first", inPlace(WardenProcess.socketSetting(socket)), "--mode", "gate",
-                "--data-root", root.toString());
+        List<String> inPlace = settings(OUTLASTS_A_RESTART, "10s", WardenProcess.socketSetting(socket));
+        WardenProcess first = WardenProcess.serve("gate-first", inPlace, "--mode", "gate", "--data-root", root.toString());
         try (Supervised lilbee = Supervised.standIn("gate-in-place", socket, serverLock, OUTLASTS_A_RESTART)) {
             // Elected before the other starts: two wardens started at once may elect either.
             first.awaitStatus("/q/health/ready", 200);
-            try (WardenProcess standby = WardenProcess.serve("gate-other", inPlace(), "--mode", "gate", "--data-root",
-                    root.toString());
+            try (WardenProcess standby = WardenProcess.serve("gate-other", settings(OUTLASTS_A_RESTART, "10s"), "--mode", "gate",
+                    "--data-root", root.toString());
                     Supervised other = Supervised.standIn("gate-other", standby.socket(), serverLock, OUTLASTS_A_RESTART)) {
                 standby.awaitStatus("/q/health/started", 200);
                 long servingPid = lilbee.serving().getFirst();
                 first.kill();
-                try (WardenProcess again = WardenProcess.serve("gate-again", inPlace(WardenProcess.socketSetting(socket)),
-                        "--mode", "gate", "--data-root", root.toString())) {
+                try (WardenProcess again = WardenProcess.serve("gate-again", inPlace, "--mode", "gate", "--data-root",
+                        root.toString())) {
                     again.awaitStatus("/q/health/ready", 200);
                     assertEquals(List.of(servingPid), lilbee.serving(), "the same lilbee, never restarted");
                     assertEquals(1, lilbee.stateLines().size(), "one start in all: " + lilbee.stateLines());
@@ -263,7 +257,7 @@ class GateModeIT {
     void withAHealthUrlReadinessAlsoNeedsLilbeeToAnswer() throws Exception {
         Path root = dir.resolve("root");
         int lilbeePort = FakeEngine.freePort();
-        try (WardenProcess warden = WardenProcess.serve("gate-health", settings(
+        try (WardenProcess warden = WardenProcess.serve("gate-health", settings(SUPERVISOR, SETTLE,
                 "-Dwarden.gate.health-url=http://127.0.0.1:" + lilbeePort + "/api/health"),
                 "--mode", "gate", "--data-root", root.toString());
                 Supervised lilbee = Supervised.standIn("gate-health", warden.socket(), root.resolve("data/server.lock"),
