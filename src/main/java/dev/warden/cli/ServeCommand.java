@@ -19,6 +19,7 @@ import dev.warden.hold.Refusal;
 import dev.warden.lock.FileLocker;
 import dev.warden.lock.LockException;
 import dev.warden.lock.Mount;
+import dev.warden.lock.Posix;
 import dev.warden.reaper.ReaperService;
 import io.quarkus.runtime.Quarkus;
 import jakarta.inject.Inject;
@@ -97,6 +98,9 @@ public class ServeCommand implements Callable<Integer> {
 
     @Inject
     GateKeeper gate;
+
+    @Inject
+    Posix posix;
 
     @Inject
     PodEvents events;
@@ -258,7 +262,7 @@ public class ServeCommand implements Callable<Integer> {
     /** The socket warden step-down asks through; without it (a warning says why) the gate runs on, and the API asks. */
     private ControlSocket controlSocket() {
         try {
-            return ControlSocket.open(config.gate().controlSocket(), gate);
+            return ControlSocket.open(config.gate().controlSocket(), gate, posix);
         } catch (IOException | RuntimeException e) {
             LOG.warnf("warden step-down cannot reach this warden: %s", e.getMessage());
             return null;

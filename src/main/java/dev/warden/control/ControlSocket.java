@@ -2,6 +2,7 @@ package dev.warden.control;
 
 import dev.warden.gate.pod.GateKeeper;
 import dev.warden.lock.FileLocker;
+import dev.warden.lock.Posix;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -81,7 +82,7 @@ public final class ControlSocket implements AutoCloseable {
      * that is warden's own and nobody else may write: else another user could swap the socket for one of its own
      * between the bind and the look at its owner, whom the socket then answers.
      */
-    public static ControlSocket open(Path path, GateKeeper gate) throws IOException {
+    public static ControlSocket open(Path path, GateKeeper gate, Posix posix) throws IOException {
         Path dir = path.toAbsolutePath().getParent();
         try {
             Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
@@ -95,7 +96,8 @@ public final class ControlSocket implements AutoCloseable {
         ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         try {
             server.bind(UnixDomainSocketAddress.of(bound), MAX_CONNECTIONS);
-            Files.setPosixFilePermissions(bound, PosixFilePermissions.fromString("rw-------"));
+            // By name, never through a link a process of warden's UID (through /proc/<pid>/root) swapped in since the bind.
+            posix.chmodAt(Posix.AT_FDCWD, bound.toString(), 0600);
             UserPrincipal owner = Files.getOwner(bound, LinkOption.NOFOLLOW_LINKS);
             Files.move(bound, path, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             return new ControlSocket(path, server, owner, gate);

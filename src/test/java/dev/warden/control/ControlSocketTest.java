@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.warden.lock.NativePosix;
+import dev.warden.lock.Posix;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,6 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ControlSocketTest {
 
+    private static final Posix POSIX = new NativePosix();
+
     @TempDir
     Path dir;
 
@@ -25,7 +29,8 @@ class ControlSocketTest {
     void aDirectoryOthersMayWriteIsRefusedNamingItAndTheFix() throws IOException {
         Path shared = Files.createDirectory(dir.resolve("shared"));
         Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx"));
-        IOException refused = assertThrows(IOException.class, () -> ControlSocket.open(shared.resolve("control.sock"), null));
+        IOException refused = assertThrows(IOException.class,
+                () -> ControlSocket.open(shared.resolve("control.sock"), null, POSIX));
         assertTrue(refused.getMessage().startsWith(shared + " is not a directory of warden's own"), refused.getMessage());
         assertTrue(refused.getMessage().contains("set warden.gate.control-socket"), refused.getMessage());
         assertFalse(Files.exists(shared.resolve("control.sock")));
@@ -36,14 +41,14 @@ class ControlSocketTest {
         Path real = Files.createDirectory(dir.resolve("real"));
         Files.setPosixFilePermissions(real, PosixFilePermissions.fromString("rwx------"));
         Path link = Files.createSymbolicLink(dir.resolve("link"), real);
-        assertThrows(IOException.class, () -> ControlSocket.open(link.resolve("control.sock"), null));
+        assertThrows(IOException.class, () -> ControlSocket.open(link.resolve("control.sock"), null, POSIX));
         assertFalse(Files.exists(real.resolve("control.sock")));
     }
 
     @Test
     void aDirectoryItMakesIsWardensAloneAndTheSocketGoesWithItsClose() throws IOException {
         Path socket = dir.resolve("warden/control.sock");
-        try (ControlSocket control = ControlSocket.open(socket, null)) {
+        try (ControlSocket control = ControlSocket.open(socket, null, POSIX)) {
             assertTrue(Files.exists(socket));
             assertTrue(PosixFilePermissions.toString(Files.getPosixFilePermissions(socket.getParent())).equals("rwx------"));
             assertTrue(PosixFilePermissions.toString(Files.getPosixFilePermissions(socket)).equals("rw-------"));
